@@ -1,0 +1,209 @@
+"""The connection to the daemon: one channel and one call stream per event loop.
+
+Calls are multiplexed over a single long-lived ``CallToolStream``: a message on an open stream
+costs about half of a unary RPC. Each call carries an id, and its answer may come back in any
+order. This is the one module that imports the generated code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, Dict, List, Optional, Tuple
+
+import grpc
+from grpc import aio
+
+from inngest_tools._errors import ToolError
+from inngest_tools._proto import toolbridge_pb2 as pb
+from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
+
+ADDRESS_VARIABLE = "TOOLBRIDGE_ADDRESS"
+TOKEN_VARIABLE = "TOOLBRIDGE_TOKEN"
+TOKEN_METADATA_KEY = "x-toolbridge-token"
+TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
+
+FORMATS = {
+    "anthropic": pb.DEFINITION_FORMAT_ANTHROPIC,
+    "openai": pb.DEFINITION_FORMAT_OPENAI,
+    "openai-strict": pb.DEFINITION_FORMAT_OPENAI_STRICT,
+    "mcp": pb.DEFINITION_FORMAT_MCP,
+}
+
+# gRPC status -> ToolError type, for problems the daemon reports as a status.
+_STATUS_TYPES = {
+    grpc.StatusCode.NOT_FOUND.value[0]: ("ToolNotFound", False),
+    grpc.StatusCode.UNAUTHENTICATED.value[0]: ("Unauthenticated", False),
+    grpc.StatusCode.INVALID_ARGUMENT.value[0]: ("InvalidArgument", False),
+    grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]: ("RequestTooLarge", False),
+    grpc.StatusCode.UNAVAILABLE.value[0]: ("Unavailable", True),
+}
+
+
+def _status_error(code: int, message: str) -> ToolError:
+    kind, retryable = _STATUS_TYPES.get(code, ("ProtocolError", False))
+    return ToolError(message, type=kind, retryable=retryable)
+
+
+def _rpc_error(exc: grpc.RpcError) -> ToolError:
+    code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
+    details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
+    return _status_error(code.value[0], details or code.name)
+
+
+def encode_arguments(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[bytes, bytes]:
+    """The wire form of a call's arguments: a JSON array and a JSON object, empty if none."""
+
+    def encode(value: Any) -> bytes:
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        except (TypeError, ValueError) as exc:
+            raise ToolError(f"arguments must be JSON values: {exc}", type="InvalidArgument") from None
+
+    return (encode(list(args)) if args else b"", encode(kwargs) if kwargs else b"")
+
+
+def decode_response(response: Any) -> Any:
+    """The result of a ``CallToolResponse``, or the ``ToolError`` it carries, raised."""
+    if response.WhichOneof("outcome") == "error":
+        error = response.error
+        raise ToolError(error.message, type=error.type, retryable=error.retryable, error_id=error.error_id)
+    return json.loads(response.result_json)
+
+
+class _Connection:
+    def __init__(self, address: str, token: str) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._channel = aio.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_receive_message_length", TRANSPORT_MESSAGE_LIMIT),
+                ("grpc.max_send_message_length", TRANSPORT_MESSAGE_LIMIT),
+            ],
+        )
+        self._stub = pb_grpc.ToolBridgeServiceStub(self._channel)
+        self._metadata = ((TOKEN_METADATA_KEY, token),)
+        self._stream: Any = None
+        self._reader: Optional["asyncio.Task[None]"] = None
+        self._pending: Dict[int, "asyncio.Future[Any]"] = {}
+        self._ids = itertools.count(1)
+        self._write_lock = asyncio.Lock()
+
+    def _open_stream(self) -> Any:
+        if self._stream is None:
+            self._stream = self._stub.CallToolStream(metadata=self._metadata)
+            self._reader = self.loop.create_task(self._read(self._stream))
+        return self._stream
+
+    async def _read(self, stream: Any) -> None:
+        failure: ToolError
+        try:
+            async for answer in stream:
+                future = self._pending.pop(answer.call_id, None)
+                if future is None or future.done():
+                    continue
+                if answer.WhichOneof("answer") == "status":
+                    future.set_exception(_status_error(answer.status.code, answer.status.message))
+                else:
+                    future.set_result(answer.response)
+            failure = ToolError("the connection to the daemon closed", type="Unavailable", retryable=True)
+        except grpc.RpcError as exc:
+            failure = _rpc_error(exc)
+        except asyncio.CancelledError:
+            failure = ToolError("the connection to the daemon was closed", type="Unavailable", retryable=True)
+        # The stream is gone: fail what it carried, and let the next call open a new one.
+        if self._stream is stream:
+            self._stream = None
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(failure)
+        self._pending.clear()
+
+    async def call(self, name: str, positional: bytes, named: bytes) -> Any:
+        call_id = next(self._ids)
+        future: "asyncio.Future[Any]" = self.loop.create_future()
+        self._pending[call_id] = future
+        request = pb.CallToolStreamRequest(
+            call_id=call_id,
+            call=pb.CallToolRequest(tool_name=name, positional_arguments_json=positional, named_arguments_json=named),
+        )
+        try:
+            async with self._write_lock:
+                await self._open_stream().write(request)
+        except (grpc.RpcError, asyncio.InvalidStateError) as exc:
+            self._pending.pop(call_id, None)
+            if isinstance(exc, grpc.RpcError):
+                raise _rpc_error(exc) from None
+            raise ToolError("the connection to the daemon closed", type="Unavailable", retryable=True) from None
+        return await future
+
+    async def list_tools(self, format_value: int) -> Any:
+        try:
+            return await self._stub.ListTools(pb.ListToolsRequest(format=format_value), metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise _rpc_error(exc) from None
+
+
+_connections: Dict[int, _Connection] = {}
+
+
+def _connection() -> _Connection:
+    loop = asyncio.get_running_loop()
+    connection = _connections.get(id(loop))
+    if connection is None or connection.loop is not loop:
+        address = os.environ.get(ADDRESS_VARIABLE, "")
+        token = os.environ.get(TOKEN_VARIABLE, "")
+        if not address or not token:
+            raise ToolError(
+                f"not connected to a toolbridge daemon: {ADDRESS_VARIABLE} and {TOKEN_VARIABLE} "
+                "are not set; run this code through step.sandbox, or set them to the address "
+                "and token a host minted for this sandbox",
+                type="NotConfigured",
+            )
+        connection = _Connection(address, token)
+        _connections[id(loop)] = connection
+    return connection
+
+
+async def call(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the tool ``name``; ``tools.name(...)`` is the same call."""
+    positional, named = encode_arguments(args, kwargs)
+    response = await _connection().call(name, positional, named)
+    return decode_response(response)
+
+
+async def definitions(format: str = "anthropic") -> List[Dict[str, Any]]:  # noqa: A002
+    """The definitions of this command's tools, in a model API's format.
+
+    Args:
+        format: ``"anthropic"``, ``"openai"``, ``"openai-strict"`` or ``"mcp"``.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    response = await _connection().list_tools(FORMATS[format])
+    return [json.loads(entry.definition_json) for entry in response.tools]
+
+
+class Tools:
+    """``tools.name(...)`` calls the host tool ``name``; ``tools["name"]`` works too."""
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        async def call_tool(*args: Any, **kwargs: Any) -> Any:
+            return await call(name, *args, **kwargs)
+
+        call_tool.__name__ = call_tool.__qualname__ = name
+        return call_tool
+
+    def __repr__(self) -> str:
+        return "<inngest_tools.tools>"
+
+
+tools = Tools()

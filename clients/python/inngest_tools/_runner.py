@@ -1,0 +1,71 @@
+"""Run a snippet with ``tools`` defined, top-level ``await`` and ``return``.
+
+``python -m inngest_tools._runner snippet.py`` runs the file's code as the body of an async
+function, keeping its line numbers, and writes the JSON of what it returns to the path in
+``TOOLBRIDGE_RESULT_PATH``.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import sys
+from typing import Any, Dict
+
+from inngest_tools import ToolError, definitions, tools
+
+
+def _compile(source: str, filename: str) -> Any:
+    module = ast.parse(source, filename=filename)
+    body = module.body or [ast.Pass()]
+    fields: Dict[str, Any] = {}
+    if sys.version_info >= (3, 12):
+        fields["type_params"] = []
+    function = ast.AsyncFunctionDef(
+        name="__snippet__",
+        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        **fields,
+    )
+    wrapper = ast.Module(body=[function], type_ignores=[])
+    ast.fix_missing_locations(ast.copy_location(function, body[0]))
+    ast.fix_missing_locations(wrapper)
+    return compile(wrapper, filename, "exec")
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print("usage: python -m inngest_tools._runner SNIPPET", file=sys.stderr)
+        return 2
+    filename = sys.argv[1]
+    with open(filename, encoding="utf-8") as handle:
+        source = handle.read()
+    namespace: Dict[str, Any] = {
+        "__name__": "__snippet__",
+        "tools": tools,
+        "ToolError": ToolError,
+        "definitions": definitions,
+    }
+    exec(_compile(source, filename), namespace)  # noqa: S102 - running the snippet is the point
+    value = asyncio.run(namespace["__snippet__"]())
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        print(f"the snippet returned a value that is not JSON: {exc}", file=sys.stderr)
+        return 3
+    result_path = os.environ.get("TOOLBRIDGE_RESULT_PATH")
+    if result_path:
+        with open(result_path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""toolbridge: let code in a sandbox call back into your app's tools, each call a durable step.
+
+The public surface is listed in ``__all__``; everything else lives in private modules and may
+change without notice. The exception tree is documented in ``toolbridge._errors``.
+"""
+
+from toolbridge._bridge import Bridge
+from toolbridge._definitions import tool_definitions
+from toolbridge._errors import (
+    JournalError,
+    NonRetriableError,
+    ReplayMismatchError,
+    SandboxError,
+    SnippetError,
+    StepError,
+    ToolbridgeError,
+    ToolError,
+)
+from toolbridge._options import ToolOptions
+from toolbridge._sandbox import CommandResult
+from toolbridge._steps import Step, Steps
+from toolbridge._tool import Tool, ToolContext, tool
+
+__all__ = [
+    "Bridge",
+    "CommandResult",
+    "JournalError",
+    "NonRetriableError",
+    "ReplayMismatchError",
+    "SandboxError",
+    "SnippetError",
+    "Step",
+    "StepError",
+    "Steps",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOptions",
+    "ToolbridgeError",
+    "tool",
+    "tool_definitions",
+]

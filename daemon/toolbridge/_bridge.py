@@ -1,0 +1,179 @@
+"""``Bridge``: opens the journal, serves gRPC to sandboxes, and runs durable runs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+from grpc import aio
+
+from toolbridge._calls import CommandScope
+from toolbridge._errors import ToolbridgeError
+from toolbridge._journal import Durability, Journal, NullJournal, SQLiteJournal
+from toolbridge._launch import Launcher, ProcessLauncher
+from toolbridge._runstate import RunState
+from toolbridge._runtime import build_runtime
+from toolbridge._sandbox import Services
+from toolbridge._server import start_server
+from toolbridge._steps import Step
+from toolbridge._tokens import TokenRegistry
+
+__all__ = ["Bridge"]
+
+SandboxKind = Literal["process", "bwrap"]
+
+
+def _check_run_id(run_id: object) -> str:
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
+        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    return run_id
+
+
+def _launcher(sandbox: SandboxKind | Launcher) -> Launcher:
+    if sandbox == "process":
+        return ProcessLauncher()
+    if sandbox == "bwrap":
+        from toolbridge._bwrap import BwrapLauncher
+
+        return BwrapLauncher()
+    if isinstance(sandbox, str):
+        raise ValueError(f"unknown sandbox {sandbox!r}: use 'process' or 'bwrap'")
+    return sandbox
+
+
+class Bridge:
+    """Serves tools to sandboxed commands, recording every call in a journal.
+
+    Use it as an async context manager: entering opens the journal and starts serving;
+    leaving stops the server and closes the journal.
+
+    Args:
+        journal: The SQLite file that records runs (created if missing), or ``None`` to
+            record nothing (no replay, no trace).
+        sandbox: ``"process"`` (plain child processes; no isolation) or ``"bwrap"``
+            (bubblewrap: no network, read-only system, private /tmp).
+        socket: The Unix socket to serve on; by default one in a fresh private (0700)
+            directory.
+        listen: A TCP ``HOST:PORT`` to serve on instead of a Unix socket (for sandboxes on
+            other machines; ``127.0.0.1:0`` picks a free port).
+        durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
+
+    Example::
+
+        async with Bridge(journal="toolbridge.db") as bridge:
+            async with bridge.run("order-42") as step:
+                result = await step.sandbox.commands.run(
+                    "agent", "python3 agent.py", tools={"getCustomer": get_customer}
+                )
+    """
+
+    def __init__(
+        self,
+        journal: str | os.PathLike[str] | None,
+        *,
+        sandbox: SandboxKind | Launcher = "process",
+        socket: str | os.PathLike[str] | None = None,
+        listen: str | None = None,
+        durability: Durability = "normal",
+    ) -> None:
+        self._journal: Journal = NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
+        self._launcher = _launcher(sandbox)
+        self._socket = None if socket is None else Path(socket)
+        if socket is not None and listen is not None:
+            raise ValueError("pass socket= or listen=, not both")
+        self._listen = listen
+        self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
+        self._runs: dict[str, RunState] = {}
+        self._server: aio.Server | None = None
+        self._private_dir: Path | None = None
+        self._services: Services | None = None
+        self.address = ""
+        """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
+
+    async def __aenter__(self) -> Bridge:
+        await self._journal.open()
+        try:
+            await self._serve()
+        except BaseException:
+            await self._journal.close()
+            raise
+        return self
+
+    async def _serve(self) -> None:
+        socket_dir: Path | None = None
+        if self._listen is not None:
+            address = self._listen
+        else:
+            if self._socket is None:
+                self._private_dir = Path(tempfile.mkdtemp(prefix="toolbridge-"))
+                self._socket = self._private_dir / "bridge.sock"
+            socket_dir = self._socket.parent
+            address = f"unix:{self._socket}"
+        self._server, bound = await start_server(self._tokens.resolve, [address])
+        self.address = bound[0]
+        self._services = Services(
+            journal=self._journal,
+            launcher=self._launcher,
+            runtime=build_runtime(),
+            tokens=self._tokens,
+            address=self.address,
+            socket_dir=socket_dir,
+        )
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop serving and close the journal."""
+        if self._server is not None:
+            await self._server.stop(grace=1.0)
+            self._server = None
+        await self._journal.close()
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
+            self._private_dir = None
+
+    @contextlib.asynccontextmanager
+    async def run(self, run_id: str | None = None) -> AsyncIterator[Step]:
+        """Enter a durable run; entering the same id again replays it.
+
+        Args:
+            run_id: The run's id; a fresh one when omitted.
+
+        Yields:
+            The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
+        """
+        if self._services is None:
+            raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
+        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        state = self._runs.get(run_id)
+        if state is None:
+            recorded = await self._journal.enter_run(run_id)
+            state = self._runs.setdefault(run_id, RunState(run_id, recorded, self._journal))
+        else:
+            await self._journal.enter_run(run_id)
+        state.entries += 1
+        try:
+            yield Step(self._services, state)
+        except Exception as exc:
+            await self._journal.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            state.mark_stale(None)
+            await self._journal.end_run(run_id, "completed")
+        finally:
+            state.entries -= 1
+            if state.entries == 0:
+                self._runs.pop(run_id, None)

@@ -1,0 +1,145 @@
+"""Every exception toolbridge raises, in one tree.
+
+::
+
+    ToolbridgeError                 root of everything raised by toolbridge
+    ├── ToolError                   a tool call failed; this is what the sandboxed code receives
+    │   └── NonRetriableError       raised by a tool: fail this call now, do not retry it
+    ├── SandboxError                a command could not be started in the chosen sandbox
+    ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
+    ├── StepError                   a durable step (step.run) failed after its attempts
+    └── JournalError                the journal cannot be used as asked
+        └── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+
+Retryability is data on the error (``ToolError.retryable``), never inferred from a message.
+Any other exception a tool raises is unexpected: it is retried, journaled with its detail, and
+reaches the sandbox only as a generic ``InternalError`` carrying an error id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "JournalError",
+    "NonRetriableError",
+    "ReplayMismatchError",
+    "SandboxError",
+    "SnippetError",
+    "StepError",
+    "ToolError",
+    "ToolbridgeError",
+]
+
+
+class ToolbridgeError(Exception):
+    """Root of every exception raised by toolbridge."""
+
+
+class ToolError(ToolbridgeError):
+    """A tool call failed, for a reason that is safe to show to the sandboxed code.
+
+    Raise it from a tool to fail the call with your own message; the sandbox receives it as
+    its own ``ToolError`` with the same ``type``, ``message`` and ``retryable``.
+
+    Args:
+        message: What went wrong, in words for the code (or model) that made the call.
+        type: A short machine-readable kind; defaults to the class name.
+        retryable: Whether calling again may succeed. A retryable ``ToolError`` raised by a
+            tool is retried within the call's attempts before the sandbox sees it.
+        error_id: Points at the journal entry with the detail of an unexpected failure.
+    """
+
+    default_retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the wire field is called `type`
+        retryable: bool | None = None,
+        error_id: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type or self.__class__.__name__
+        self.retryable = self.default_retryable if retryable is None else retryable
+        self.error_id = error_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the journal and the wire carry it."""
+        return {
+            "type": self.type,
+            "message": self.message,
+            "retryable": self.retryable,
+            "error_id": self.error_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolError:
+        """Rebuild an error recorded with :meth:`to_dict`."""
+        return cls(
+            str(data.get("message", "")),
+            type=str(data.get("type") or "ToolError"),
+            retryable=bool(data.get("retryable", False)),
+            error_id=str(data.get("error_id", "")),
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}(type={self.type!r}, message={self.message!r})"
+
+
+class NonRetriableError(ToolError):
+    """Raised by a tool to fail the call at once: it is never retried."""
+
+    def __init__(self, message: str, *, type: str | None = None) -> None:  # noqa: A002
+        super().__init__(message, type=type, retryable=False)
+
+
+class SandboxError(ToolbridgeError):
+    """A command could not be started in the chosen sandbox.
+
+    The message says what to install or change. toolbridge never falls back to running a
+    command outside the sandbox that was asked for.
+    """
+
+
+class SnippetError(ToolbridgeError):
+    """A runner snippet raised, exited non-zero, or returned a value that failed validation.
+
+    Args:
+        message: What went wrong.
+        exit_code: The snippet process's exit code.
+        stderr: The tail of what the snippet wrote to stderr.
+    """
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr = stderr
+
+
+class StepError(ToolbridgeError):
+    """A durable step failed after all its attempts, now or when it was recorded.
+
+    Attributes:
+        type: The kind of failure, as recorded.
+        message: What went wrong, as recorded.
+    """
+
+    def __init__(self, step_id: str, error: dict[str, Any]) -> None:
+        self.type = str(error.get("type", "Error"))
+        self.message = str(error.get("message", ""))
+        super().__init__(f"step {step_id!r} failed: {self.type}: {self.message}")
+
+
+class JournalError(ToolbridgeError):
+    """The journal cannot be used as asked (for example, it was written by a newer version)."""
+
+
+class ReplayMismatchError(JournalError):
+    """On replay, the step recorded under a key is not the kind of step being asked for.
+
+    This means the code of the run changed between executions in a way that cannot be
+    replayed; start a new run id instead.
+    """

@@ -1,0 +1,193 @@
+"""Starting sandboxed commands: the launcher interface and the plain process launcher.
+
+A launcher turns a :class:`LaunchSpec` into a finished :class:`ProcessOutcome`. It owns the
+process tree it starts: when the command exits, times out or is stopped, nothing it started
+is left running.
+
+The plain :class:`ProcessLauncher` is no isolation boundary. It scrubs the environment and
+kills the process group, but the command runs as the daemon's user with the daemon's view of
+the file system and network. Use the bubblewrap launcher for code you do not trust.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from toolbridge._errors import SandboxError
+
+StopReason = Literal["timeout", "max_calls", "cancelled"]
+
+_DRAIN_GRACE = 2.0
+"""Seconds to wait for output pipes to close after the process tree is gone."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchSpec:
+    """Everything a launcher needs to start one command.
+
+    Attributes:
+        argv: The program and its arguments; ``argv[0]`` is looked up on ``env["PATH"]``.
+        env: The complete environment of the command (already scrubbed).
+        cwd: The working directory.
+        timeout: Seconds before the command's tree is killed.
+        output_limit: Bytes of stdout and of stderr kept; the rest is read and dropped.
+        read_only_paths: Paths the command must be able to read (interpreters, client
+            libraries). A real sandbox exposes these and little else.
+        writable_paths: Paths the command may write (its work directory).
+        socket_dir: The directory holding the daemon's Unix socket, if it uses one.
+    """
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    cwd: Path
+    timeout: float
+    output_limit: int = 1024 * 1024
+    read_only_paths: Sequence[Path] = ()
+    writable_paths: Sequence[Path] = ()
+    socket_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How a command ended and what it wrote."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    stopped: StopReason | None = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+
+@dataclass
+class StopSignal:
+    """Lets the daemon stop a running command early, saying why."""
+
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: StopReason | None = None
+
+    def stop(self, reason: StopReason) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.event.set()
+
+
+class Launcher(Protocol):
+    """Runs commands. Implementations never fall back to a weaker sandbox."""
+
+    name: str
+
+    async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:
+        """Run the command to its end (or until stopped or timed out).
+
+        Raises:
+            SandboxError: when the command cannot be started, saying what to fix.
+        """
+        ...
+
+
+class _BoundedReader:
+    def __init__(self, stream: asyncio.StreamReader, limit: int) -> None:
+        self.data = bytearray()
+        self.truncated = False
+        self._stream = stream
+        self._limit = limit
+
+    async def read_all(self) -> None:
+        while chunk := await self._stream.read(65536):
+            room = self._limit - len(self.data)
+            if len(chunk) > room:
+                self.truncated = True
+            if room > 0:
+                self.data += chunk[:room]
+
+
+async def run_process(
+    argv: Sequence[str], spec: LaunchSpec, stop: StopSignal, *, preexec_user: int | None = None
+) -> ProcessOutcome:
+    """Start ``argv`` in a new session, capture its output, and kill its group when done.
+
+    Shared by the launchers: the bubblewrap launcher passes its own ``argv`` (bwrap and its
+    options in front of the command).
+    """
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            env=dict(spec.env),
+            cwd=spec.cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            user=preexec_user,
+        )
+    except FileNotFoundError as exc:
+        raise SandboxError(
+            f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
+        ) from exc
+    except PermissionError as exc:
+        raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+    assert process.stdout is not None and process.stderr is not None
+    stdout = _BoundedReader(process.stdout, spec.output_limit)
+    stderr = _BoundedReader(process.stderr, spec.output_limit)
+    readers = asyncio.gather(stdout.read_all(), stderr.read_all())
+    exited = asyncio.ensure_future(process.wait())
+    stopped = asyncio.ensure_future(stop.event.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {exited, stopped}, timeout=spec.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if exited not in done:
+            stop.stop("timeout")
+    except asyncio.CancelledError:
+        stop.stop("cancelled")
+        _kill_group(process.pid)
+        raise
+    finally:
+        stopped.cancel()
+        # The command's tree ends with it: kill whatever is left in its process group.
+        _kill_group(process.pid)
+        if not exited.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(exited)
+    try:
+        await asyncio.wait_for(asyncio.shield(readers), _DRAIN_GRACE)
+    except TimeoutError:
+        # Something outside the group (a double-forked child) still holds a pipe open.
+        readers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await readers
+    exit_code = process.returncode if process.returncode is not None else -signal.SIGKILL
+    return ProcessOutcome(
+        exit_code=exit_code,
+        stdout=bytes(stdout.data),
+        stderr=bytes(stderr.data),
+        stopped=stop.reason if stop.reason != "cancelled" else None,
+        stdout_truncated=stdout.truncated,
+        stderr_truncated=stderr.truncated,
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class ProcessLauncher:
+    """Runs commands as plain child processes. Not an isolation boundary.
+
+    The environment is exactly the spec's; the process gets its own session and process
+    group, which is killed when the command ends, times out or is stopped.
+    """
+
+    name = "process"
+
+    async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:
+        return await run_process(spec.argv, spec, stop)

@@ -1,0 +1,61 @@
+"""How tool calls run: timeouts, budgets, sizes and retries."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+KIB = 1024
+MIB = 1024 * KIB
+
+DEFAULT_COMMAND_TIMEOUT = 300.0
+"""Seconds a command may run when ``commands.run`` is given no ``timeout``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOptions:
+    """Limits and retry policy for the tool calls of one command.
+
+    Attributes:
+        tool_timeout: Seconds one attempt of a tool may run before it fails with
+            ``ToolTimeout`` (retried while attempts remain).
+        max_calls: Tool calls allowed in one command. The call after the last one gets a
+            ``MaxCallsExceeded`` error and the command is stopped.
+        wait_window: The longest, in seconds, that one wait step blocks before a fresh one
+            continues the wait.
+        attempts: How many times a failing tool is tried in all (1 means no retries).
+            A tool's own ``attempts`` wins over this.
+        retry_backoff: Seconds before the first retry; doubled for each further retry,
+            with full jitter.
+        retry_backoff_max: The longest wait between two attempts, in seconds.
+        max_request_bytes: The largest call the sandbox may send (arguments included).
+        max_reply_bytes: The largest result the sandbox may receive.
+    """
+
+    tool_timeout: float = 30.0
+    max_calls: int = 100
+    wait_window: float = 20.0
+    attempts: int = 3
+    retry_backoff: float = 0.5
+    retry_backoff_max: float = 10.0
+    max_request_bytes: int = 256 * KIB
+    max_reply_bytes: int = 1 * MIB
+
+    def __post_init__(self) -> None:
+        for name in ("tool_timeout", "wait_window"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
+        for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"ToolOptions.{name} must be a whole number of at least 1")
+        if self.retry_backoff < 0 or self.retry_backoff_max < 0:
+            raise ValueError("ToolOptions retry backoffs must not be negative")
+
+    def backoff(self, retry: int) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first retry).
+
+        Exponential with full jitter, so that many failing calls do not retry in lockstep.
+        """
+        ceiling = min(self.retry_backoff_max, self.retry_backoff * 2 ** (retry - 1))
+        return random.uniform(0, ceiling)
