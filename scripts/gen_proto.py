@@ -67,11 +67,11 @@ def _copy_node_protos(out: Path) -> None:
 
 def _differences(expected: Path, actual: Path) -> list[str]:
     expected_files = {p.relative_to(expected) for p in expected.rglob("*") if p.is_file()}
-    actual_files = {
-        p.relative_to(actual)
-        for p in actual.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
-    } if actual.exists() else set()
+    actual_files = (
+        {p.relative_to(actual) for p in actual.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        if actual.exists()
+        else set()
+    )
     problems = [f"missing: {actual / p}" for p in sorted(expected_files - actual_files)]
     problems += [f"not generated: {actual / p}" for p in sorted(actual_files - expected_files)]
     problems += [

@@ -76,7 +76,7 @@ async def run_attempts(
                 retryable=True,
             )
             entry["error"] = failure.to_dict()
-        except Exception as exc:  # noqa: BLE001 - this is the error boundary
+        except Exception as exc:
             error_id = new_error_id()
             failure = unexpected(what, error_id)
             failure.retryable = True  # unexpected failures are worth another attempt

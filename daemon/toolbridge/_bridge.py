@@ -7,10 +7,10 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Literal
+from types import MappingProxyType, TracebackType
+from typing import Any, Literal, TypeVar, overload
 
 from grpc import aio
 
@@ -24,6 +24,9 @@ from toolbridge._sandbox import Services
 from toolbridge._server import start_server
 from toolbridge._steps import Step
 from toolbridge._tokens import TokenRegistry
+from toolbridge._tool import Tool, check_tool_name, to_tool, to_tools
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["Bridge"]
 
@@ -64,6 +67,8 @@ class Bridge:
         listen: A TCP ``HOST:PORT`` to serve on instead of a Unix socket (for sandboxes on
             other machines; ``127.0.0.1:0`` picks a free port).
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
+        tools: Tools registered on the bridge, for use outside a single command (the
+            ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
 
     Example::
 
@@ -82,20 +87,56 @@ class Bridge:
         socket: str | os.PathLike[str] | None = None,
         listen: str | None = None,
         durability: Durability = "normal",
+        tools: Mapping[str, object] | None = None,
     ) -> None:
-        self._journal: Journal = NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
+        self._journal: Journal = (
+            NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
+        )
         self._launcher = _launcher(sandbox)
         self._socket = None if socket is None else Path(socket)
         if socket is not None and listen is not None:
             raise ValueError("pass socket= or listen=, not both")
         self._listen = listen
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
+        self._tools: dict[str, Tool] = to_tools(tools or {})
         self._runs: dict[str, RunState] = {}
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._services: Services | None = None
         self.address = ""
         """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The tools registered on this bridge, by name."""
+        return MappingProxyType(self._tools)
+
+    @overload
+    def tool(self, func: F, /) -> F: ...
+
+    @overload
+    def tool(self, name: str | None = None, /) -> Callable[[F], F]: ...
+
+    def tool(self, target: F | str | None = None, /) -> F | Callable[[F], F]:
+        """Register a tool on the bridge: ``@bridge.tool`` or ``@bridge.tool("name")``.
+
+        Decorates a function (registered as a plain tool) and returns it unchanged. To
+        register a ``tool.step(...)``, pass it in ``Bridge(tools=...)`` instead.
+
+        Raises:
+            ValueError: for an invalid or already registered name.
+        """
+
+        def register(func: F, name: str | None = None) -> F:
+            tool_name = check_tool_name(name or getattr(func, "__name__", ""))
+            if tool_name in self._tools:
+                raise ValueError(f"a tool named {tool_name!r} is already registered on this bridge")
+            self._tools[tool_name] = to_tool(func)
+            return func
+
+        if target is None or isinstance(target, str):
+            return lambda func: register(func, target)  # type: ignore[arg-type]
+        return register(target)
 
     async def __aenter__(self) -> Bridge:
         await self._journal.open()

@@ -19,8 +19,8 @@ from toolbridge._launch import StopSignal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._runstate import KeyCounter, RunState
-from toolbridge._schema import SchemaViolation
-from toolbridge._tool import BoundCall, Tool, ToolContext, call_hook
+from toolbridge._schema import SchemaValidationError
+from toolbridge._tool import Tool, ToolContext, call_hook
 
 StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"]
 
@@ -149,22 +149,28 @@ async def _run_tool_step(
         return _outcome(rec, replayed=True)
     _failpoints.hit("before_step_started")
     if rec is None:
-        rec = run.new_step(key, parent_key=scope.command_key, kind="tool", name=tool_name, input_json=input_json)
+        rec = run.new_step(
+            key, parent_key=scope.command_key, kind="tool", name=tool_name, input_json=input_json
+        )
         started = journal.write(rec)
         if tool.at_most_once:
             # The record that the tool started must be on disk before it can run at all.
             await started
     elif tool.at_most_once:
         # A crash interrupted this call after it may have started: never run it again.
-        return await _finish(rec, scope, error=ToolError(
-            "this call was interrupted before its outcome was recorded, and the tool is "
-            "declared at-most-once, so it was not run again",
-            type="StepInterrupted",
-        ))
+        return await _finish(
+            rec,
+            scope,
+            error=ToolError(
+                "this call was interrupted before its outcome was recorded, and the tool is "
+                "declared at-most-once, so it was not run again",
+                type="StepInterrupted",
+            ),
+        )
     _failpoints.hit("after_step_started")
     try:
         bound = tool.bind(positional, named, named_json)
-    except SchemaViolation as exc:
+    except SchemaValidationError as exc:
         return await _finish(rec, scope, error=ToolError(f"invalid arguments: {exc}", type="ValidationError"))
     if tool.on_start is not None:
         try:
@@ -174,14 +180,24 @@ async def _run_tool_step(
                 rec.input_json = canonical(bound.input)
         except ToolError as exc:
             return await _finish(rec, scope, error=exc)
-        except SchemaViolation as exc:
-            return await _finish(rec, scope, error=ToolError(f"invalid arguments after on_start: {exc}", type="ValidationError"))
-        except Exception as exc:  # noqa: BLE001 - a refusal by an on_start hook
+        except SchemaValidationError as exc:
+            return await _finish(
+                rec,
+                scope,
+                error=ToolError(f"invalid arguments after on_start: {exc}", type="ValidationError"),
+            )
+        except Exception as exc:
             error_id = new_error_id()
-            rec.attempt_log.append({"hook": "on_start", "error": f"{type(exc).__name__}: {exc}", "error_id": error_id})
-            return await _finish(rec, scope, error=ToolError(
-                f"the call was refused (error id {error_id})", type="Refused", error_id=error_id
-            ))
+            rec.attempt_log.append(
+                {"hook": "on_start", "error": f"{type(exc).__name__}: {exc}", "error_id": error_id}
+            )
+            return await _finish(
+                rec,
+                scope,
+                error=ToolError(
+                    f"the call was refused (error id {error_id})", type="Refused", error_id=error_id
+                ),
+            )
 
     async def attempt(number: int) -> Any:
         context = ToolContext(
@@ -213,14 +229,27 @@ async def _run_tool_step(
     except ToolError as exc:
         return await _finish(rec, scope, error=exc)
     _failpoints.hit("after_tool_returned")
+    if tool.on_finish is not None:
+        try:
+            value = await call_hook(tool.on_finish, value)
+        except ToolError as exc:
+            return await _finish(rec, scope, error=exc)
+        except Exception as exc:
+            error_id = new_error_id()
+            rec.attempt_log.append(
+                {"hook": "on_finish", "error": f"{type(exc).__name__}: {exc}", "error_id": error_id}
+            )
+            return await _finish(rec, scope, error=unexpected(f"tool {tool_name!r}", error_id))
     return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
 
 
-def _result_json(tool: Tool, tool_name: str, value: Any, rec: StepRecord, options: ToolOptions) -> str | ToolError:
+def _result_json(
+    tool: Tool, tool_name: str, value: Any, rec: StepRecord, options: ToolOptions
+) -> str | ToolError:
     """Validate and serialize a result, or say why it cannot be sent."""
     try:
         text = dumps(tool.result_to_jsonable(value))
-    except SchemaViolation as exc:
+    except SchemaValidationError as exc:
         error_id = new_error_id()
         rec.attempt_log[-1]["output_error"] = {"detail": str(exc), "error_id": error_id}
         return ToolError(
@@ -229,7 +258,7 @@ def _result_json(tool: Tool, tool_name: str, value: Any, rec: StepRecord, option
             type="OutputValidationError",
             error_id=error_id,
         )
-    except Exception as exc:  # noqa: BLE001 - unserializable results are the tool's bug
+    except Exception as exc:
         error_id = new_error_id()
         rec.attempt_log[-1]["output_error"] = {"detail": f"{type(exc).__name__}: {exc}", "error_id": error_id}
         return unexpected(f"tool {tool_name!r}", error_id)

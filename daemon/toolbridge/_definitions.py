@@ -19,14 +19,17 @@ def _input_schema(definition: Tool) -> dict[str, Any]:
     return dict(definition.input_schema.json_schema)
 
 
-def definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") -> dict[str, Any]:  # noqa: A002
+def definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") -> dict[str, Any]:
     """One tool's definition in ``format``."""
     schema = _input_schema(tool)
     if format == "anthropic":
         return {"name": name, "description": tool.description, "input_schema": schema}
     if format in ("openai", "openai-strict"):
         result: dict[str, Any] = {
-            "type": "function", "name": name, "description": tool.description, "parameters": schema,
+            "type": "function",
+            "name": name,
+            "description": tool.description,
+            "parameters": schema,
         }
         if format == "openai-strict":
             result["strict"] = True
@@ -40,7 +43,7 @@ def definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") ->
 
 
 def tool_definitions(
-    tools: Mapping[str, object], format: DefinitionFormat = "anthropic"  # noqa: A002
+    tools: Mapping[str, object], format: DefinitionFormat = "anthropic"
 ) -> list[dict[str, Any]]:
     """Definitions of ``tools`` for a model API, ordered by name.
 

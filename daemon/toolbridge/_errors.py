@@ -56,7 +56,7 @@ class ToolError(ToolbridgeError):
         self,
         message: str,
         *,
-        type: str | None = None,  # noqa: A002 - the wire field is called `type`
+        type: str | None = None,
         retryable: bool | None = None,
         error_id: str = "",
     ) -> None:
@@ -92,7 +92,7 @@ class ToolError(ToolbridgeError):
 class NonRetriableError(ToolError):
     """Raised by a tool to fail the call at once: it is never retried."""
 
-    def __init__(self, message: str, *, type: str | None = None) -> None:  # noqa: A002
+    def __init__(self, message: str, *, type: str | None = None) -> None:
         super().__init__(message, type=type, retryable=False)
 
 

@@ -12,13 +12,15 @@ import os
 import signal
 from collections import Counter
 
-POINTS = frozenset({
-    "before_step_started",   # a call arrived; nothing recorded yet
-    "after_step_started",    # the step is recorded as running (awaited for at-most-once tools)
-    "while_tool_runs",       # the tool's body is about to run
-    "after_tool_returned",   # the tool returned; its result is not yet recorded
-    "after_result_recorded", # the result is committed; the reply is not yet sent
-})
+POINTS = frozenset(
+    {
+        "before_step_started",  # a call arrived; nothing recorded yet
+        "after_step_started",  # the step is recorded as running (awaited for at-most-once tools)
+        "while_tool_runs",  # the tool's body is about to run
+        "after_tool_returned",  # the tool returned; its result is not yet recorded
+        "after_result_recorded",  # the result is committed; the reply is not yet sent
+    }
+)
 
 
 def _parse(spec: str) -> dict[str, int]:

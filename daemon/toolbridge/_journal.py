@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -89,21 +90,43 @@ _END_RUN = "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error =
 
 def _step_row(rec: StepRecord) -> tuple[Any, ...]:
     return (
-        rec.run_id, rec.key, rec.parent_key, rec.seq, rec.kind, rec.name, rec.idempotency_key,
-        rec.status, rec.input_json, rec.output_json,
+        rec.run_id,
+        rec.key,
+        rec.parent_key,
+        rec.seq,
+        rec.kind,
+        rec.name,
+        rec.idempotency_key,
+        rec.status,
+        rec.input_json,
+        rec.output_json,
         None if rec.error is None else json.dumps(rec.error),
-        rec.attempts, json.dumps(rec.attempt_log), rec.started_at, rec.finished_at,
+        rec.attempts,
+        json.dumps(rec.attempt_log),
+        rec.started_at,
+        rec.finished_at,
         int(rec.stale),
     )
 
 
 def _step_from_row(row: Sequence[Any]) -> StepRecord:
     return StepRecord(
-        run_id=row[0], key=row[1], parent_key=row[2], seq=row[3], kind=row[4], name=row[5],
-        idempotency_key=row[6], status=row[7], input_json=row[8], output_json=row[9],
+        run_id=row[0],
+        key=row[1],
+        parent_key=row[2],
+        seq=row[3],
+        kind=row[4],
+        name=row[5],
+        idempotency_key=row[6],
+        status=row[7],
+        input_json=row[8],
+        output_json=row[9],
         error=None if row[10] is None else json.loads(row[10]),
-        attempts=row[11], attempt_log=json.loads(row[12]), started_at=row[13],
-        finished_at=row[14], stale=bool(row[15]),
+        attempts=row[11],
+        attempt_log=json.loads(row[12]),
+        started_at=row[13],
+        finished_at=row[14],
+        stale=bool(row[15]),
     )
 
 
@@ -160,7 +183,7 @@ class _GroupCommit:
                 for sql, rows in pending.items():
                     await self._db.executemany(sql, list(rows.values()))
                 await self._db.commit()
-            except Exception as exc:  # noqa: BLE001 - reported through the batch future
+            except Exception as exc:
                 await self._db.rollback()
                 batch.set_exception(JournalError(f"journal write failed: {exc}"))
             else:
@@ -184,7 +207,7 @@ class SQLiteJournal:
         durability: ``"normal"`` survives a killed process, ``"full"`` a power loss too.
     """
 
-    def __init__(self, path: str | Path, *, durability: Durability = "normal") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal") -> None:
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self.path = Path(path)
@@ -253,9 +276,7 @@ class SQLiteJournal:
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         stamp = now()
-        await self._group_commit().add(
-            _END_RUN, ("run", run_id), (status, stamp, stamp, error, run_id)
-        )
+        await self._group_commit().add(_END_RUN, ("run", run_id), (status, stamp, stamp, error, run_id))
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
         async with self.db.execute(

@@ -80,16 +80,12 @@ def dumps(value: Any) -> str:
         ValueError: when the value holds NaN/Infinity.
         pydantic_core.PydanticSerializationError: when it cannot be represented as JSON.
     """
-    return json.dumps(
-        to_jsonable_python(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
+    return json.dumps(to_jsonable_python(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def canonical(value: Any) -> str:
     """The one spelling of a JSON value: sorted keys, no spaces. Equal values, equal text."""
-    return json.dumps(
-        value, ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
-    )
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"))
 
 
 def digest(text: str, length: int = 16) -> str:

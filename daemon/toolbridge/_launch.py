@@ -134,7 +134,8 @@ async def run_process(
         ) from exc
     except PermissionError as exc:
         raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     stdout = _BoundedReader(process.stdout, spec.output_limit)
     stderr = _BoundedReader(process.stderr, spec.output_limit)
     readers = asyncio.gather(stdout.read_all(), stderr.read_all())

@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from toolbridge._json import digest
 from toolbridge._journal import Journal
+from toolbridge._json import digest
 from toolbridge._records import StepRecord
 
 T = TypeVar("T")
@@ -63,9 +63,7 @@ class RunState:
         self.steps[key] = rec
         return rec
 
-    async def single_flight(
-        self, key: str, work: Callable[[], Awaitable[T]], *, shield: bool
-    ) -> T:
+    async def single_flight(self, key: str, work: Callable[[], Awaitable[T]], *, shield: bool) -> T:
         """Run ``work`` once for ``key``; concurrent askers share its outcome.
 
         With ``shield``, the work finishes (and is recorded) even when every asker is
@@ -73,7 +71,7 @@ class RunState:
         """
         existing = self._inflight.get(key)
         if existing is not None:
-            return await asyncio.shield(existing)  # type: ignore[no-any-return]
+            return await asyncio.shield(existing)
         task: asyncio.Future[T] = asyncio.ensure_future(work())
         self._inflight[key] = task
         task.add_done_callback(lambda _: self._inflight.pop(key, None))

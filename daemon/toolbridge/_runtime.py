@@ -72,7 +72,7 @@ def _client_dir() -> Path:
 
 def _dependency_closure(root: str) -> list[importlib.metadata.Distribution]:
     """The installed distributions ``root`` needs at run time, without ``root`` itself."""
-    environment = default_environment()
+    environment: dict[str, str] = {**default_environment(), "extra": ""}
     seen: dict[str, importlib.metadata.Distribution] = {}
     queue = [root]
     while queue:
@@ -83,7 +83,7 @@ def _dependency_closure(root: str) -> list[importlib.metadata.Distribution]:
         seen[name] = dist
         for line in dist.requires or []:
             requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({**environment, "extra": ""}):
+            if requirement.marker is None or requirement.marker.evaluate(environment):
                 queue.append(requirement.name)
     del seen[canonicalize_name(root)]
     return list(seen.values())

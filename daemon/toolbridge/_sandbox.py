@@ -27,7 +27,7 @@ from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._runstate import RunState
 from toolbridge._runtime import SandboxRuntime
-from toolbridge._schema import SchemaViolation, schema_from
+from toolbridge._schema import SchemaValidationError, schema_from
 from toolbridge._steps import Steps, expect_kind
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tool import to_tools
@@ -149,8 +149,17 @@ class Commands:
 
         async def work() -> CommandResult:
             step, outcome = await execute_command(
-                self._services, self._run, key, kind="command", name=name, argv=argv,
-                tools=tool_map, options=options, timeout=timeout, env=env, cwd=work_dir,
+                self._services,
+                self._run,
+                key,
+                kind="command",
+                name=name,
+                argv=argv,
+                tools=tool_map,
+                options=options,
+                timeout=timeout,
+                env=env,
+                cwd=work_dir,
             )
             result = CommandResult(
                 exit_code=outcome.exit_code,
@@ -190,7 +199,10 @@ async def execute_command(
     rec = run.steps.get(key)
     if rec is None:
         rec = run.new_step(
-            key, parent_key=None, kind=kind, name=name,
+            key,
+            parent_key=None,
+            kind=kind,
+            name=name,
             input_json=canonical({"argv": argv, "tools": sorted(tools), "cwd": str(cwd)}),
         )
     else:
@@ -256,8 +268,16 @@ class Sandbox:
             SandboxError: when the sandbox cannot start.
         """
         return await self._snippet(
-            "python", step_id, code, "snippet.py", ["python3", "-m", "inngest_tools._runner"],
-            tools=tools, output=output, tool_options=tool_options, timeout=timeout, env=env,
+            "python",
+            step_id,
+            code,
+            "snippet.py",
+            ["python3", "-m", "inngest_tools._runner"],
+            tools=tools,
+            output=output,
+            tool_options=tool_options,
+            timeout=timeout,
+            env=env,
         )
 
     async def typescript(
@@ -279,9 +299,16 @@ class Sandbox:
                 "(npm ci in clients/node) to run TypeScript snippets"
             )
         return await self._snippet(
-            "typescript", step_id, code, "snippet.ts",
+            "typescript",
+            step_id,
+            code,
+            "snippet.ts",
             ["node", str(runner / "inngest_tools" / "runner.js")],
-            tools=tools, output=output, tool_options=tool_options, timeout=timeout, env=env,
+            tools=tools,
+            output=output,
+            tool_options=tool_options,
+            timeout=timeout,
+            env=env,
         )
 
     async def _snippet(
@@ -319,7 +346,7 @@ class Sandbox:
                 return value
             try:
                 return output_schema.validate_python(value, strict=False)
-            except SchemaViolation as exc:
+            except SchemaValidationError as exc:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
         # A snippet that could not start is tried again; any other outcome is replayed.
@@ -332,8 +359,15 @@ class Sandbox:
                 (work_dir / filename).write_text(code, encoding="utf-8")
                 result_path = work_dir / "result.json"
                 step, outcome = await execute_command(
-                    self._services, self._run, key, kind=kind, name=step_id,
-                    argv=[*runner, filename], tools=tool_map, options=options, timeout=timeout,
+                    self._services,
+                    self._run,
+                    key,
+                    kind=kind,
+                    name=step_id,
+                    argv=[*runner, filename],
+                    tools=tool_map,
+                    options=options,
+                    timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     cwd=work_dir,
                 )
@@ -359,14 +393,16 @@ def _record_snippet(step: StepRecord, outcome: ProcessOutcome, result_path: Path
         return
     if outcome.exit_code != 0 or not result_path.exists():
         last_line = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-        step.fail({**failure, "message": f"the snippet failed with exit code {outcome.exit_code}: {last_line}"})
+        step.fail(
+            {**failure, "message": f"the snippet failed with exit code {outcome.exit_code}: {last_line}"}
+        )
         return
     text = result_path.read_text(encoding="utf-8")
     try:
         value = json.loads(text)
         if output_schema is not None:
             output_schema.validate_python(value, strict=False)
-    except (ValueError, SchemaViolation) as exc:
+    except (ValueError, SchemaValidationError) as exc:
         step.fail({**failure, "message": f"the snippet's value does not match output: {exc}"})
         return
     step.complete(canonical(value))

@@ -15,17 +15,19 @@ from jsonschema.exceptions import SchemaError
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticUserError
 
-__all__ = ["Schema", "SchemaViolation", "schema_from"]
+__all__ = ["Schema", "SchemaValidationError", "schema_from"]
 
 MAX_REPORTED_PROBLEMS = 5
 
 
-class SchemaViolation(ValueError):
+class SchemaValidationError(ValueError):
     """A value failed validation. ``problems`` holds ``(json_pointer, message)`` pairs."""
 
     def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
         self.problems = list(problems)
-        shown = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in problems[:MAX_REPORTED_PROBLEMS])
+        shown = "; ".join(
+            f"{pointer or '/'}: {message}" for pointer, message in problems[:MAX_REPORTED_PROBLEMS]
+        )
         hidden = len(problems) - MAX_REPORTED_PROBLEMS
         super().__init__(shown + (f" (and {hidden} more)" if hidden > 0 else ""))
 
@@ -77,19 +79,15 @@ class PydanticSchema:
 
     def validate_json(self, data: bytes | str, *, strict: bool) -> Any:
         try:
-            return self._adapter.validate_json(
-                data, strict=strict, extra="forbid" if strict else "ignore"
-            )
+            return self._adapter.validate_json(data, strict=strict, extra="forbid" if strict else "ignore")
         except ValidationError as exc:
-            raise SchemaViolation(_pydantic_problems(exc)) from None
+            raise SchemaValidationError(_pydantic_problems(exc)) from None
 
     def validate_python(self, value: Any, *, strict: bool) -> Any:
         try:
-            return self._adapter.validate_python(
-                value, strict=strict, extra="forbid" if strict else "ignore"
-            )
+            return self._adapter.validate_python(value, strict=strict, extra="forbid" if strict else "ignore")
         except ValidationError as exc:
-            raise SchemaViolation(_pydantic_problems(exc)) from None
+            raise SchemaValidationError(_pydantic_problems(exc)) from None
 
     def to_jsonable(self, value: Any) -> Any:
         return self._adapter.dump_python(value, mode="json")
@@ -118,13 +116,13 @@ class JSONSchemaDict:
         try:
             value = loads_strict(data)
         except JSONFormatError as exc:
-            raise SchemaViolation([("", str(exc))]) from None
+            raise SchemaValidationError([("", str(exc))]) from None
         return self.validate_python(value, strict=strict)
 
     def validate_python(self, value: Any, *, strict: bool) -> Any:
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if errors:
-            raise SchemaViolation([(json_pointer(e.absolute_path), e.message) for e in errors])
+            raise SchemaValidationError([(json_pointer(e.absolute_path), e.message) for e in errors])
         return value
 
     def to_jsonable(self, value: Any) -> Any:

@@ -53,7 +53,9 @@ def _response(outcome: CallOutcome) -> pb.CallToolResponse:
     if outcome.error is not None:
         error = outcome.error
         response.error.CopyFrom(
-            pb.ToolError(type=error.type, message=error.message, retryable=error.retryable, error_id=error.error_id)
+            pb.ToolError(
+                type=error.type, message=error.message, retryable=error.retryable, error_id=error.error_id
+            )
         )
     else:
         response.result_json = (outcome.result_json or "null").encode()
@@ -67,13 +69,13 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
     async def _scope(self, context: aio.ServicerContext) -> CommandScope:
         scope = self._authenticate(_token(context))
         if scope is None:
-            await context.abort(
-                grpc.StatusCode.UNAUTHENTICATED, "missing, unknown, expired or revoked token"
-            )
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing, unknown, expired or revoked token")
         assert scope is not None
         return scope
 
-    async def CallTool(self, request: pb.CallToolRequest, context: aio.ServicerContext) -> pb.CallToolResponse:  # noqa: N802
+    async def CallTool(
+        self, request: pb.CallToolRequest, context: aio.ServicerContext
+    ) -> pb.CallToolResponse:
         scope = await self._scope(context)
         try:
             outcome = await call_tool(
@@ -85,7 +87,7 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
 
     async def CallToolStream(
         self, request_iterator: AsyncIterator[pb.CallToolStreamRequest], context: aio.ServicerContext
-    ) -> AsyncIterator[pb.CallToolStreamResponse]:  # noqa: N802
+    ) -> AsyncIterator[pb.CallToolStreamResponse]:
         scope = await self._scope(context)
         answers: asyncio.Queue[pb.CallToolStreamResponse | None] = asyncio.Queue()
         calls: set[asyncio.Task[None]] = set()
@@ -122,11 +124,15 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
 
-    async def ListTools(self, request: pb.ListToolsRequest, context: aio.ServicerContext) -> pb.ListToolsResponse:  # noqa: N802
+    async def ListTools(
+        self, request: pb.ListToolsRequest, context: aio.ServicerContext
+    ) -> pb.ListToolsResponse:
         scope = await self._scope(context)
         format_name = _FORMATS_BY_ENUM.get(request.format)
         if format_name is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unknown definition format {request.format}")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"unknown definition format {request.format}"
+            )
         assert format_name is not None
         return pb.ListToolsResponse(
             tools=[

@@ -15,7 +15,7 @@ from typing import Any
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from toolbridge._schema import PydanticSchema, SchemaViolation
+from toolbridge._schema import PydanticSchema, SchemaValidationError
 
 _SUPPORTED_KINDS = (
     inspect.Parameter.POSITIONAL_ONLY,
@@ -38,12 +38,12 @@ class FunctionSignature:
         """Validate sandbox arguments and return ``(args, kwargs)`` for the function.
 
         Raises:
-            SchemaViolation: when the arguments do not fit the signature or its types.
+            SchemaValidationError: when the arguments do not fit the signature or its types.
         """
         try:
             bound = self.signature.bind(*positional, **named)
         except TypeError as exc:
-            raise SchemaViolation([("", str(exc))]) from None
+            raise SchemaValidationError([("", str(exc))]) from None
         validated = self.schema.validate_python(dict(bound.arguments), strict=False)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
@@ -90,7 +90,7 @@ def read_signature(func: Callable[..., Any]) -> FunctionSignature | None:
             annotation,
             Field(default, alias=parameter.name, description=parameter_docs.get(parameter.name)),
         )
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         "Arguments", __config__=ConfigDict(arbitrary_types_allowed=False), **fields
     )
     return FunctionSignature(signature, PydanticSchema(model), tuple(fields))

@@ -23,8 +23,7 @@ __all__ = ["Step", "Steps"]
 def check_step_id(step_id: object) -> str:
     if not isinstance(step_id, str) or not step_id or len(step_id) > 200 or "/" in step_id:
         raise ValueError(
-            f"invalid step id {step_id!r}: use a non-empty string of at most 200 characters "
-            "without '/'"
+            f"invalid step id {step_id!r}: use a non-empty string of at most 200 characters without '/'"
         )
     return step_id
 
@@ -48,7 +47,9 @@ class Steps:
     same on a first run and on replay.
     """
 
-    def __init__(self, services: Services, run: RunState, parent_key: str | None, options: ToolOptions) -> None:
+    def __init__(
+        self, services: Services, run: RunState, parent_key: str | None, options: ToolOptions
+    ) -> None:
         self._services = services
         self._run = run
         self._parent_key = parent_key

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge._json import canonical
-from toolbridge._schema import Schema, SchemaViolation, schema_from
+from toolbridge._schema import Schema, SchemaValidationError, schema_from
 from toolbridge._signature import FunctionSignature, describe, read_signature
 
 if TYPE_CHECKING:
     from toolbridge._steps import Steps
 
-__all__ = ["Tool", "ToolContext", "check_tool_name", "tool", "to_tool"]
+__all__ = ["Tool", "ToolContext", "check_tool_name", "to_tool", "tool"]
 
 TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
@@ -100,7 +100,7 @@ class Tool:
         """Validate arguments from the sandbox.
 
         Raises:
-            SchemaViolation: naming each offending field.
+            SchemaValidationError: naming each offending field.
         """
         if self.kind == "function":
             if self.signature is None:
@@ -109,10 +109,16 @@ class Tool:
             journal_input = {"args": positional, "kwargs": named} if named else positional
             return BoundCall(args, kwargs, journal_input)
         if positional and named:
-            raise SchemaViolation([("", "pass named arguments or one object, not both")])
+            raise SchemaValidationError([("", "pass named arguments or one object, not both")])
         if len(positional) > 1:
-            raise SchemaViolation(
-                [("", f"this tool takes named arguments (or one object), got {len(positional)} positional arguments")]
+            raise SchemaValidationError(
+                [
+                    (
+                        "",
+                        "this tool takes named arguments (or one object), "
+                        f"got {len(positional)} positional arguments",
+                    )
+                ]
             )
         raw: Any = positional[0] if positional else named
         if self.input_schema is None:
@@ -142,7 +148,7 @@ class Tool:
         """Validate a result against ``output`` and return it as plain JSON data.
 
         Raises:
-            SchemaViolation: when the result does not match ``output``.
+            SchemaValidationError: when the result does not match ``output``.
         """
         if self.output_schema is None:
             return value
@@ -192,7 +198,7 @@ class _ToolFactory:
         *,
         run: Callable[..., Any] | Callable[..., Awaitable[Any]],
         description: str = "",
-        input: Any = None,  # noqa: A002 - the public name of the option
+        input: Any = None,
         output: Any = None,
         strict: bool = True,
         at_most_once: bool = False,
@@ -227,8 +233,17 @@ class _ToolFactory:
             ValueError: when ``attempts`` is below 1.
         """
         return self._declare(
-            "step", run, description, input, output, strict, at_most_once, attempts,
-            on_start, on_finish, requires_confirmation,
+            "step",
+            run,
+            description,
+            input,
+            output,
+            strict,
+            at_most_once,
+            attempts,
+            on_start,
+            on_finish,
+            requires_confirmation,
         )
 
     def group(
@@ -236,7 +251,7 @@ class _ToolFactory:
         *,
         run: Callable[..., Any],
         description: str = "",
-        input: Any = None,  # noqa: A002
+        input: Any = None,
         output: Any = None,
         strict: bool = True,
         attempts: int | None = None,
@@ -252,8 +267,17 @@ class _ToolFactory:
         replayed call skips the steps that already completed.
         """
         return self._declare(
-            "group", run, description, input, output, strict, False, attempts,
-            on_start, on_finish, requires_confirmation,
+            "group",
+            run,
+            description,
+            input,
+            output,
+            strict,
+            False,
+            attempts,
+            on_start,
+            on_finish,
+            requires_confirmation,
         )
 
     @staticmethod
@@ -322,8 +346,7 @@ def to_tool(value: object) -> Tool:
             strict=False,
         )
     raise TypeError(
-        f"{value!r} is not a tool: pass a function, tool.step(...), tool.group(...) "
-        "or a durable function"
+        f"{value!r} is not a tool: pass a function, tool.step(...), tool.group(...) or a durable function"
     )
 
 

@@ -12,7 +12,7 @@ import itertools
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import grpc
 from grpc import aio
@@ -54,7 +54,7 @@ def _rpc_error(exc: grpc.RpcError) -> ToolError:
     return _status_error(code.value[0], details or code.name)
 
 
-def encode_arguments(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[bytes, bytes]:
+def encode_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bytes, bytes]:
     """The wire form of a call's arguments: a JSON array and a JSON object, empty if none."""
 
     def encode(value: Any) -> bytes:
@@ -87,8 +87,8 @@ class _Connection:
         self._stub = pb_grpc.ToolBridgeServiceStub(self._channel)
         self._metadata = ((TOKEN_METADATA_KEY, token),)
         self._stream: Any = None
-        self._reader: Optional["asyncio.Task[None]"] = None
-        self._pending: Dict[int, "asyncio.Future[Any]"] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._write_lock = asyncio.Lock()
 
@@ -124,11 +124,13 @@ class _Connection:
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
-        future: "asyncio.Future[Any]" = self.loop.create_future()
+        future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
         request = pb.CallToolStreamRequest(
             call_id=call_id,
-            call=pb.CallToolRequest(tool_name=name, positional_arguments_json=positional, named_arguments_json=named),
+            call=pb.CallToolRequest(
+                tool_name=name, positional_arguments_json=positional, named_arguments_json=named
+            ),
         )
         try:
             async with self._write_lock:
@@ -137,17 +139,21 @@ class _Connection:
             self._pending.pop(call_id, None)
             if isinstance(exc, grpc.RpcError):
                 raise _rpc_error(exc) from None
-            raise ToolError("the connection to the daemon closed", type="Unavailable", retryable=True) from None
+            raise ToolError(
+                "the connection to the daemon closed", type="Unavailable", retryable=True
+            ) from None
         return await future
 
-    async def list_tools(self, format_value: int) -> Any:
+    async def list_tools(self, format_value: pb.DefinitionFormat.ValueType) -> Any:
         try:
-            return await self._stub.ListTools(pb.ListToolsRequest(format=format_value), metadata=self._metadata)
+            return await self._stub.ListTools(
+                pb.ListToolsRequest(format=format_value), metadata=self._metadata
+            )
         except grpc.RpcError as exc:
             raise _rpc_error(exc) from None
 
 
-_connections: Dict[int, _Connection] = {}
+_connections: dict[int, _Connection] = {}
 
 
 def _connection() -> _Connection:
@@ -175,7 +181,7 @@ async def call(name: str, *args: Any, **kwargs: Any) -> Any:
     return decode_response(response)
 
 
-async def definitions(format: str = "anthropic") -> List[Dict[str, Any]]:  # noqa: A002
+async def definitions(format: str = "anthropic") -> list[dict[str, Any]]:
     """The definitions of this command's tools, in a model API's format.
 
     Args:

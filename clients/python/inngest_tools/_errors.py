@@ -14,7 +14,9 @@ class ToolError(Exception):
         error_id: For unexpected failures, the id the host's journal keeps the detail under.
     """
 
-    def __init__(self, message: str, *, type: str = "ToolError", retryable: bool = False, error_id: str = "") -> None:  # noqa: A002
+    def __init__(
+        self, message: str, *, type: str = "ToolError", retryable: bool = False, error_id: str = ""
+    ) -> None:
         super().__init__(message)
         self.type = type
         self.message = message

@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any, Dict
+from typing import Any
 
 from inngest_tools import ToolError, definitions, tools
 
@@ -20,12 +20,14 @@ from inngest_tools import ToolError, definitions, tools
 def _compile(source: str, filename: str) -> Any:
     module = ast.parse(source, filename=filename)
     body = module.body or [ast.Pass()]
-    fields: Dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     if sys.version_info >= (3, 12):
         fields["type_params"] = []
     function = ast.AsyncFunctionDef(
         name="__snippet__",
-        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+        ),
         body=body,
         decorator_list=[],
         returns=None,
@@ -45,13 +47,13 @@ def main() -> int:
     filename = sys.argv[1]
     with open(filename, encoding="utf-8") as handle:
         source = handle.read()
-    namespace: Dict[str, Any] = {
+    namespace: dict[str, Any] = {
         "__name__": "__snippet__",
         "tools": tools,
         "ToolError": ToolError,
         "definitions": definitions,
     }
-    exec(_compile(source, filename), namespace)  # noqa: S102 - running the snippet is the point
+    exec(_compile(source, filename), namespace)
     value = asyncio.run(namespace["__snippet__"]())
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
