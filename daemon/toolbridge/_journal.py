@@ -1,9 +1,10 @@
 """The journal: every run and step, in SQLite.
 
-The journal is the source of truth for replay and the trace. Step transitions are written in
-``BEGIN IMMEDIATE`` transactions, and writes are group-committed: all snapshots queued while
-one transaction commits go into the next one together, so concurrent calls share a commit
-and a lone call pays for two thread hops (execute, commit), not one per row.
+The journal is the source of truth for replay and the trace. Writes are group-committed: all
+step snapshots queued while one commit runs go into the next one together, as a single
+multi-row upsert statement, which SQLite runs as one transaction that takes the write lock at
+once (what ``BEGIN IMMEDIATE`` does for a multi-statement transaction). Concurrent calls share
+a commit, and a lone call pays for one thread hop to aiosqlite's writer thread.
 
 Durability: WAL mode. With ``durability="normal"`` (``synchronous=NORMAL``, the default) a
 committed step survives the daemon being killed at any point; a power loss or kernel crash
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -29,6 +32,7 @@ from toolbridge._errors import JournalError
 from toolbridge._records import RunStatus, RunSummary, StepRecord, now
 
 Durability = Literal["normal", "full"]
+log = logging.getLogger("toolbridge")
 
 # Numbered migrations; the database's `PRAGMA user_version` is the last one applied.
 MIGRATIONS: Sequence[str] = (
@@ -67,25 +71,58 @@ MIGRATIONS: Sequence[str] = (
     """,
 )
 
+_ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """A write the journal batches. With ``upsert_rows``, many rows go into one statement.
+
+    A single multi-row ``INSERT ... ON CONFLICT DO UPDATE`` is one implicit transaction that
+    takes the write lock at once (as BEGIN IMMEDIATE would) and costs one thread hop on
+    aiosqlite, however many rows a batch holds.
+    """
+
+    sql: str
+    multi_row: tuple[str, str, str] | None = None  # (head, one row's placeholders, tail)
+
+    def render(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, tuple[Any, ...]]]:
+        if self.multi_row is None:
+            return [(self.sql, row) for row in rows]
+        head, placeholders, tail = self.multi_row
+        rendered = []
+        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
+            rendered.append((sql, tuple(value for row in chunk for value in row)))
+        return rendered
+
+
 _STEP_COLUMNS = (
     "run_id, step_key, parent_key, seq, kind, name, idempotency_key, status, input_json, "
     "output_json, error_json, attempts, attempt_log, started_at, finished_at, stale"
 )
-_UPSERT_STEP = f"""
-    INSERT INTO steps ({_STEP_COLUMNS}) VALUES ({", ".join("?" * 16)})
-    ON CONFLICT (run_id, step_key) DO UPDATE SET
-        status = excluded.status, input_json = excluded.input_json,
-        output_json = excluded.output_json, error_json = excluded.error_json,
-        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-        finished_at = excluded.finished_at, stale = excluded.stale
-"""
-_ENTER_RUN = """
+_UPSERT_STEP = _Statement(
+    sql="",
+    multi_row=(
+        f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES",
+        f"({', '.join('?' * 16)})",
+        """ON CONFLICT (run_id, step_key) DO UPDATE SET
+            status = excluded.status, input_json = excluded.input_json,
+            output_json = excluded.output_json, error_json = excluded.error_json,
+            attempts = excluded.attempts, attempt_log = excluded.attempt_log,
+            finished_at = excluded.finished_at, stale = excluded.stale""",
+    ),
+)
+_ENTER_RUN = _Statement("""
     INSERT INTO runs (run_id, status, started_at, updated_at) VALUES (?, 'running', ?, ?)
     ON CONFLICT (run_id) DO UPDATE SET
         status = 'running', updated_at = excluded.updated_at, finished_at = NULL,
         error = NULL, entries = runs.entries + 1
-"""
-_END_RUN = "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ? WHERE run_id = ?"
+""")
+_END_RUN = _Statement(
+    "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ? WHERE run_id = ?"
+)
 
 
 def _step_row(rec: StepRecord) -> tuple[Any, ...]:
@@ -155,23 +192,25 @@ class Journal(Protocol):
 
 
 class _GroupCommit:
-    """Queues statements and commits everything queued since the last commit together."""
+    """Queues writes and commits everything queued during the previous commit together."""
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
-        # sql -> (dedupe key -> params); the last snapshot of a row wins within a batch.
-        self._pending: dict[str, dict[Any, tuple[Any, ...]]] = {}
+        # statement -> (row key -> params): the last snapshot of a row wins within a batch,
+        # which also keeps a multi-row upsert from touching one row twice.
+        self._pending: dict[_Statement, dict[Any, tuple[Any, ...]]] = {}
         self._batch: asyncio.Future[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
 
-    def add(self, sql: str, key: Any, params: tuple[Any, ...]) -> asyncio.Future[None]:
-        self._pending.setdefault(sql, {})[key] = params
+    def add(self, statement: _Statement, key: Any, params: tuple[Any, ...]) -> asyncio.Future[None]:
+        self._pending.setdefault(statement, {})[key] = params
+        loop = asyncio.get_running_loop()
         if self._batch is None:
-            self._batch = asyncio.get_running_loop().create_future()
+            self._batch = loop.create_future()
             # Nobody may await a fire-and-forget write; never let its failure go unheard.
             self._batch.add_done_callback(_consume_exception)
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+            self._flusher = loop.create_task(self._flush())
         return self._batch
 
     async def _flush(self) -> None:
@@ -180,11 +219,11 @@ class _GroupCommit:
             self._pending, self._batch = {}, None
             assert batch is not None
             try:
-                for sql, rows in pending.items():
-                    await self._db.executemany(sql, list(rows.values()))
-                await self._db.commit()
+                for statement, rows in pending.items():
+                    for sql, params in statement.render(list(rows.values())):
+                        await self._db.execute(sql, params)
             except Exception as exc:
-                await self._db.rollback()
+                log.error("journal write failed: %s", exc)
                 batch.set_exception(JournalError(f"journal write failed: {exc}"))
             else:
                 batch.set_result(None)
@@ -222,9 +261,9 @@ class SQLiteJournal:
         return self._db
 
     async def open(self) -> None:
-        # isolation_level makes every implicit transaction BEGIN IMMEDIATE: a writer takes
-        # the write lock up front instead of failing to upgrade a read lock later.
-        self._db = await aiosqlite.connect(self.path, isolation_level="IMMEDIATE")
+        # Autocommit: every write is one statement and so one transaction (see _Statement);
+        # migrations, which need several statements, use an explicit BEGIN IMMEDIATE.
+        self._db = await aiosqlite.connect(self.path, isolation_level=None)
         try:
             await self._db.execute("PRAGMA journal_mode=WAL")
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")

@@ -132,8 +132,8 @@ async def run_process(
         raise SandboxError(
             f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
         ) from exc
-    except PermissionError as exc:
-        raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+    except OSError as exc:
+        raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
     assert process.stdout is not None
     assert process.stderr is not None
     stdout = _BoundedReader(process.stdout, spec.output_limit)

@@ -1,0 +1,100 @@
+"""The toolbridge demo: a sandboxed script calls host tools that hold a (fake) database client.
+
+Run it with `make demo`. Everything is real: a gRPC daemon on a Unix socket, a SQLite journal,
+and the script in its own process that reaches the tools only through `inngest_tools`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from toolbridge import Bridge, ToolError, ToolOptions, tool
+
+HERE = Path(__file__).resolve().parent
+
+
+class FakeDatabase:
+    """Stands in for a client that holds credentials the sandbox must never see."""
+
+    password = "s3cr3t-never-in-the-sandbox"
+    customers = {"cus_1": {"name": "Acme Corp", "seats": 12}}
+    invoices = {"cus_1": [{"id": "inv_1", "amount": 1200}, {"id": "inv_2", "amount": 300}]}
+
+
+class CustomerId(BaseModel):
+    id: str = Field(description="The customer's id, like cus_1")
+
+
+class Customer(BaseModel):
+    name: str
+    seats: int
+
+
+class Refund(BaseModel):
+    invoice_id: str
+    amount: int = Field(gt=0)
+
+
+def make_tools(db: FakeDatabase, tenant: str) -> dict[str, object]:
+    def refund(args: Refund, ctx: object) -> dict[str, str]:
+        if args.amount > 1000:
+            raise ToolError("refunds above 1000 need a person's approval", type="NeedsApproval")
+        return {"status": "refunded"}
+
+    return {
+        "getCustomer": tool.step(
+            description="Look up a customer by ID",
+            input=CustomerId,
+            output=Customer,
+            run=lambda args, ctx: db.customers[args.id],
+        ),
+        # A plain function closing over live scope (the tenant), called with positional args.
+        "listInvoices": lambda customer_id: db.invoices[customer_id] if tenant == "acme" else [],
+        "refund": tool.step(description="Refund an invoice", input=Refund, run=refund),
+    }
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="toolbridge-demo-") as work:
+        journal = Path(work) / "demo.db"
+        tools = make_tools(FakeDatabase(), tenant="acme")
+        async with Bridge(journal=journal) as bridge:
+            print(f"daemon serving on {bridge.address}\n")
+            async with bridge.run("demo-order-42") as step:
+                result = await step.sandbox.commands.run(
+                    "agent", "python agent.py", tools=tools, cwd=HERE / "agent",
+                    tool_options=ToolOptions(tool_timeout=10, max_calls=50),
+                )
+                print("--- the sandboxed script printed ---")
+                print(result.stdout, end="")
+                if result.exit_code != 0:
+                    raise SystemExit(f"the agent failed:\n{result.stderr}")
+                total = await step.sandbox.python(
+                    "total",
+                    'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10',
+                    tools=tools,
+                    output=int,
+                )
+                print(f"--- a runner snippet returned: {total} ---\n")
+
+            # Entering the same run again replays it from the journal: nothing runs twice.
+            async with bridge.run("demo-order-42") as step:
+                replayed = await step.sandbox.commands.run("agent", "python agent.py", tools=tools, cwd=HERE / "agent")
+                print(f"replayed from the journal without running: {replayed.replayed}")
+
+        with sqlite3.connect(journal) as db:
+            rows = db.execute(
+                "SELECT name, status, attempts FROM steps WHERE run_id = ? ORDER BY seq", ("demo-order-42",)
+            ).fetchall()
+        print("\njournal of run demo-order-42:")
+        for name, status, attempts in rows:
+            print(f"  {name:<14} {status:<10} attempts={attempts}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

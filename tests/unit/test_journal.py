@@ -1,0 +1,93 @@
+"""The SQLite journal on a real file: migrations, group commit, and what a commit guarantees."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from toolbridge import JournalError
+from toolbridge._journal import MIGRATIONS, SQLiteJournal
+from toolbridge._records import StepRecord
+
+
+def step(run_id: str, key: str, seq: int) -> StepRecord:
+    return StepRecord(run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k")
+
+
+async def test_a_new_journal_is_migrated_to_the_latest_schema(journal_path: Path) -> None:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    await journal.close()
+    with sqlite3.connect(journal_path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"runs", "steps"} <= tables
+
+
+async def test_reopening_keeps_what_was_written(journal_path: Path) -> None:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    await journal.enter_run("r")
+    rec = step("r", "a", 1)
+    rec.complete('{"x":1}')
+    await journal.write(rec)
+    await journal.close()
+    again = SQLiteJournal(journal_path)
+    await again.open()
+    try:
+        (loaded,) = await again.enter_run("r")
+        assert (loaded.key, loaded.status, loaded.output_json) == ("a", "completed", '{"x":1}')
+        run = await again.get_run("r")
+        assert run is not None
+        assert run.entries == 2
+    finally:
+        await again.close()
+
+
+async def test_a_journal_from_a_newer_version_is_refused(journal_path: Path) -> None:
+    with sqlite3.connect(journal_path) as db:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    journal = SQLiteJournal(journal_path)
+    with pytest.raises(JournalError, match="newer toolbridge"):
+        await journal.open()
+
+
+async def test_a_resolved_write_is_visible_to_another_connection(journal_path: Path) -> None:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        await journal.enter_run("r")
+        rec = step("r", "a", 1)
+        await journal.write(rec)
+        with sqlite3.connect(journal_path) as other:
+            assert other.execute("SELECT status FROM steps WHERE step_key = 'a'").fetchone() == ("running",)
+    finally:
+        await journal.close()
+
+
+async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journal_path: Path) -> None:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        await journal.enter_run("r")
+        records = [step("r", f"k{i}", i) for i in range(1200)]  # more rows than one statement holds
+        futures = [journal.write(rec) for rec in records]
+        records[7].complete('"done"')
+        futures.append(journal.write(records[7]))
+        await asyncio.gather(*futures)
+        assert len({id(future) for future in futures}) < len(futures)  # batched
+        loaded = {rec.key: rec for rec in await journal.load_steps("r")}
+        assert len(loaded) == 1200
+        assert loaded["k7"].status == "completed"
+        assert loaded["k8"].status == "running"
+    finally:
+        await journal.close()
+
+
+async def test_durability_must_be_normal_or_full(journal_path: Path) -> None:
+    with pytest.raises(ValueError, match="durability"):
+        SQLiteJournal(journal_path, durability="fast")  # type: ignore[arg-type]
