@@ -25,6 +25,7 @@ check-proto: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy

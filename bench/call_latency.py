@@ -78,7 +78,11 @@ async def _start_raw_echo(socket: Path) -> aio.Server:
 
 async def _run_raw(python: str, address: str, mode: str, sizes: list[str]) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
-        python, str(CLIENTS / "raw_echo_client.py"), address, mode, *sizes,
+        python,
+        str(CLIENTS / "raw_echo_client.py"),
+        address,
+        mode,
+        *sizes,
         stdout=asyncio.subprocess.PIPE,
     )
     stdout, _ = await process.communicate()
@@ -103,8 +107,11 @@ async def _round(args: argparse.Namespace, work: Path) -> dict[str, dict[str, fl
         for name, argv in TOOL_CLIENTS:
             async with bridge.run(f"bench-{name}") as step:
                 result = await step.sandbox.commands.run(
-                    name, [*argv, *sizes], tools={"echo": lambda value: value},
-                    tool_options=options, timeout=600,
+                    name,
+                    [*argv, *sizes],
+                    tools={"echo": lambda value: value},
+                    tool_options=options,
+                    timeout=600,
                 )
             if result.exit_code != 0:
                 print(f"{name} client failed:\n{result.stderr}", file=sys.stderr)

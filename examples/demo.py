@@ -21,9 +21,10 @@ HERE = Path(__file__).resolve().parent
 class FakeDatabase:
     """Stands in for a client that holds credentials the sandbox must never see."""
 
-    password = "s3cr3t-never-in-the-sandbox"
-    customers = {"cus_1": {"name": "Acme Corp", "seats": 12}}
-    invoices = {"cus_1": [{"id": "inv_1", "amount": 1200}, {"id": "inv_2", "amount": 300}]}
+    def __init__(self) -> None:
+        self.password = "s3cr3t-never-in-the-sandbox"
+        self.customers = {"cus_1": {"name": "Acme Corp", "seats": 12}}
+        self.invoices = {"cus_1": [{"id": "inv_1", "amount": 1200}, {"id": "inv_2", "amount": 300}]}
 
 
 class CustomerId(BaseModel):
@@ -67,7 +68,10 @@ async def main() -> None:
             print(f"daemon serving on {bridge.address}\n")
             async with bridge.run("demo-order-42") as step:
                 result = await step.sandbox.commands.run(
-                    "agent", "python agent.py", tools=tools, cwd=HERE / "agent",
+                    "agent",
+                    "python agent.py",
+                    tools=tools,
+                    cwd=HERE / "agent",
                     tool_options=ToolOptions(tool_timeout=10, max_calls=50),
                 )
                 print("--- the sandboxed script printed ---")
@@ -84,7 +88,9 @@ async def main() -> None:
 
             # Entering the same run again replays it from the journal: nothing runs twice.
             async with bridge.run("demo-order-42") as step:
-                replayed = await step.sandbox.commands.run("agent", "python agent.py", tools=tools, cwd=HERE / "agent")
+                replayed = await step.sandbox.commands.run(
+                    "agent", "python agent.py", tools=tools, cwd=HERE / "agent"
+                )
                 print(f"replayed from the journal without running: {replayed.replayed}")
 
         with sqlite3.connect(journal) as db:

@@ -78,13 +78,17 @@ async def held_command(
     async def run() -> CommandResult:
         async with bridge.run(run_id) as step:
             return await step.sandbox.commands.run(
-                name, ["python3", str(script)], tools=all_tools,
-                tool_options=tool_options, cwd=tmp_path,
+                name,
+                ["python3", str(script)],
+                tools=all_tools,
+                tool_options=tool_options,
+                cwd=tmp_path,
             )
 
     task = asyncio.create_task(run())
     try:
-        done, _ = await asyncio.wait({task, ready}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+        waiters: set[asyncio.Future[Any]] = {task, ready}
+        done, _ = await asyncio.wait(waiters, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             result = task.result()
             raise AssertionError(f"the held command ended early: {result}")
@@ -97,7 +101,9 @@ async def held_command(
 
 
 def call_request(tool: str, positional: bytes = b"", named: bytes = b"") -> pb.CallToolRequest:
-    return pb.CallToolRequest(tool_name=tool, positional_arguments_json=positional, named_arguments_json=named)
+    return pb.CallToolRequest(
+        tool_name=tool, positional_arguments_json=positional, named_arguments_json=named
+    )
 
 
 async def raw_call(held: HeldCommand, request: pb.CallToolRequest, token: str | None = None) -> Any:
@@ -107,7 +113,9 @@ async def raw_call(held: HeldCommand, request: pb.CallToolRequest, token: str | 
         return await held.stub(channel).CallTool(request, metadata=metadata)
 
 
-async def raw_status(held: HeldCommand, request: pb.CallToolRequest, token: str | None = None) -> grpc.RpcError:
+async def raw_status(
+    held: HeldCommand, request: pb.CallToolRequest, token: str | None = None
+) -> grpc.RpcError:
     """The status error a unary CallTool fails with."""
     try:
         response = await raw_call(held, request, token)
@@ -129,5 +137,5 @@ def error_of(response: Any) -> Any:
 async def wait_until(condition: Callable[[], bool], timeout: float = WAIT) -> None:
     """Wait for a condition that no event announces (a process dying), failing after ``timeout``."""
     async with asyncio.timeout(timeout):
-        while not condition():
+        while not condition():  # noqa: ASYNC110 - nothing to wait on but the condition itself
             await asyncio.sleep(0.01)

@@ -135,7 +135,7 @@ class Bridge:
             return func
 
         if target is None or isinstance(target, str):
-            return lambda func: register(func, target)  # type: ignore[arg-type]
+            return lambda func: register(func, target)
         return register(target)
 
     async def __aenter__(self) -> Bridge:

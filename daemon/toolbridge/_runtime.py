@@ -72,7 +72,8 @@ def _client_dir() -> Path:
 
 def _dependency_closure(root: str) -> list[importlib.metadata.Distribution]:
     """The installed distributions ``root`` needs at run time, without ``root`` itself."""
-    environment: dict[str, str] = {**default_environment(), "extra": ""}
+    environment = {key: str(value) for key, value in default_environment().items()}
+    environment["extra"] = ""
     seen: dict[str, importlib.metadata.Distribution] = {}
     queue = [root]
     while queue:

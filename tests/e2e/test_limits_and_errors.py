@@ -63,7 +63,9 @@ def echo(value: object) -> object:
     return value
 
 
-async def test_a_request_over_256_kib_is_refused_and_the_next_call_works(bridge: Bridge, tmp_path: Path) -> None:
+async def test_a_request_over_256_kib_is_refused_and_the_next_call_works(
+    bridge: Bridge, tmp_path: Path
+) -> None:
     outcomes = await probe(
         bridge, tmp_path, {"echo": echo}, [("echo", ["x" * (256 * 1024)], {}), ("echo", ["ok"], {})]
     )
@@ -82,7 +84,9 @@ async def test_a_reply_over_1_mib_is_refused_and_journaled(
     bridge: Bridge, tmp_path: Path, journal_path: Path
 ) -> None:
     outcomes = await probe(
-        bridge, tmp_path, {"big": lambda: "y" * (1024 * 1024), "echo": echo},
+        bridge,
+        tmp_path,
+        {"big": lambda: "y" * (1024 * 1024), "echo": echo},
         [("big", [], {}), ("echo", ["after"], {})],
     )
     assert outcomes[0]["type"] == "ReplyTooLarge"
@@ -93,11 +97,18 @@ async def test_a_reply_over_1_mib_is_refused_and_journaled(
     assert json.loads(big["error_json"])["type"] == "ReplyTooLarge"
 
 
-async def test_the_call_after_max_calls_fails_and_the_command_is_stopped(bridge: Bridge, tmp_path: Path) -> None:
+async def test_the_call_after_max_calls_fails_and_the_command_is_stopped(
+    bridge: Bridge, tmp_path: Path
+) -> None:
     ran: list[int] = []
+
+    def count() -> int:
+        ran.append(1)
+        return len(ran)
+
     # The held command spends two calls (ready, hold); the budget leaves room for one more.
     async with held_command(
-        bridge, tmp_path, {"count": lambda: ran.append(1) or len(ran)}, tool_options=ToolOptions(max_calls=3)
+        bridge, tmp_path, {"count": count}, tool_options=ToolOptions(max_calls=3)
     ) as held:
         assert result_of(await raw_call(held, call_request("count"))) == 1
         error = error_of(await raw_call(held, call_request("count")))
@@ -117,7 +128,9 @@ async def test_a_tool_past_its_timeout_fails_with_tool_timeout(bridge: Bridge, t
         await asyncio.Event().wait()
 
     options = ToolOptions(tool_timeout=0.2, attempts=2, retry_backoff=0.01)
-    outcomes = await probe(bridge, tmp_path, {"stuck": stuck, "echo": echo}, [("stuck", [], {}), ("echo", [1], {})], options)
+    outcomes = await probe(
+        bridge, tmp_path, {"stuck": stuck, "echo": echo}, [("stuck", [], {}), ("echo", [1], {})], options
+    )
     assert outcomes[0]["type"] == "ToolTimeout"
     assert "did not finish within 0.2 seconds" in outcomes[0]["message"]
     assert outcomes[1] == {"value": 1}
@@ -130,7 +143,9 @@ async def test_an_unexpected_exception_never_reaches_the_sandbox(
     def leaky() -> None:
         raise RuntimeError("connection to postgres://admin:hunter2@db failed")
 
-    outcomes = await probe(bridge, tmp_path, {"leaky": leaky, "echo": echo}, [("leaky", [], {}), ("echo", [2], {})])
+    outcomes = await probe(
+        bridge, tmp_path, {"leaky": leaky, "echo": echo}, [("leaky", [], {}), ("echo", [2], {})]
+    )
     failure = outcomes[0]
     assert failure["type"] == "InternalError"
     assert "hunter2" not in json.dumps(failure)
@@ -162,7 +177,9 @@ class Customer(BaseModel):
     name: str
 
 
-async def test_invalid_arguments_get_a_validation_error_and_nothing_runs(bridge: Bridge, tmp_path: Path) -> None:
+async def test_invalid_arguments_get_a_validation_error_and_nothing_runs(
+    bridge: Bridge, tmp_path: Path
+) -> None:
     ran: list[str] = []
 
     def lookup(args: CustomerId, ctx: object) -> dict[str, str]:
@@ -171,7 +188,9 @@ async def test_invalid_arguments_get_a_validation_error_and_nothing_runs(bridge:
 
     get_customer = tool.step(input=CustomerId, output=Customer, run=lookup)
     outcomes = await probe(
-        bridge, tmp_path, {"getCustomer": get_customer},
+        bridge,
+        tmp_path,
+        {"getCustomer": get_customer},
         [
             ("getCustomer", [], {"id": 42}),
             ("getCustomer", [], {}),
@@ -189,7 +208,9 @@ async def test_invalid_arguments_get_a_validation_error_and_nothing_runs(bridge:
 
 async def test_a_result_that_breaks_the_output_schema_is_refused(bridge: Bridge, tmp_path: Path) -> None:
     get_customer = tool.step(input=CustomerId, output=Customer, run=lambda args, ctx: {"nom": "Acme"})
-    outcomes = await probe(bridge, tmp_path, {"getCustomer": get_customer}, [("getCustomer", [], {"id": "c"})])
+    outcomes = await probe(
+        bridge, tmp_path, {"getCustomer": get_customer}, [("getCustomer", [], {"id": "c"})]
+    )
     assert outcomes[0]["type"] == "OutputValidationError"
     assert "nom" not in outcomes[0]["message"]  # the tool's data is not echoed back
 

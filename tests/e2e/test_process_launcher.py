@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import wait_until
 from toolbridge import Bridge, SandboxError
 
+
 def is_running(pid: int) -> bool:
     """True for a live process; a killed one may linger as a zombie until it is reaped."""
     try:
@@ -42,8 +43,16 @@ async def test_the_environment_holds_only_what_the_client_needs(
     assert "HOST_SECRET_CANARY" not in env
     assert "s3cr3t" not in json.dumps(env)
     assert set(env) <= {
-        "PATH", "LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
-        "TOOLBRIDGE_ADDRESS", "TOOLBRIDGE_TOKEN", "NODE_PATH", "MY_SETTING", "LC_CTYPE",
+        "PATH",
+        "LANG",
+        "LC_ALL",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
+        "TOOLBRIDGE_ADDRESS",
+        "TOOLBRIDGE_TOKEN",
+        "NODE_PATH",
+        "MY_SETTING",
+        "LC_CTYPE",
     }
     assert env["MY_SETTING"] == "on"
     assert env["TOOLBRIDGE_ADDRESS"] == bridge.address
@@ -56,7 +65,11 @@ async def test_the_environment_holds_only_what_the_client_needs(
 async def test_the_runtime_has_none_of_the_hosts_packages(
     bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path]
 ) -> None:
-    script("probe.py", "import importlib.util as u\nprint([m for m in ('pydantic', 'toolbridge', 'aiosqlite') if u.find_spec(m)])\n")
+    script(
+        "probe.py",
+        "import importlib.util as u\n"
+        "print([m for m in ('pydantic', 'toolbridge', 'aiosqlite') if u.find_spec(m)])\n",
+    )
     async with bridge.run() as step:
         result = await step.sandbox.commands.run("probe", ["python3", "probe.py"], tools={}, cwd=tmp_path)
     assert result.stdout == "[]\n", result.stderr
@@ -76,7 +89,9 @@ async def test_a_timeout_kills_the_whole_process_tree(
         """,
     )
     async with bridge.run() as step:
-        result = await step.sandbox.commands.run("tree", "python3 tree.py", tools={}, timeout=1.5, cwd=tmp_path)
+        result = await step.sandbox.commands.run(
+            "tree", "python3 tree.py", tools={}, timeout=1.5, cwd=tmp_path
+        )
     assert result.stopped == "timeout"
     assert result.exit_code < 0
     assert result.stdout == "started\n"  # output written before the kill is kept
@@ -84,7 +99,9 @@ async def test_a_timeout_kills_the_whole_process_tree(
     await wait_until(lambda: not is_running(child), timeout=5)
 
 
-async def test_output_is_kept_up_to_one_mib(bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path]) -> None:
+async def test_output_is_kept_up_to_one_mib(
+    bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path]
+) -> None:
     script("loud.py", "import sys\nsys.stdout.write('a' * 3 * 1024 * 1024)\nsys.stderr.write('b' * 10)\n")
     async with bridge.run() as step:
         result = await step.sandbox.commands.run("loud", "python3 loud.py", tools={}, cwd=tmp_path)

@@ -32,9 +32,7 @@ async def test_missing_and_forged_tokens_are_unauthenticated(bridge: Bridge, tmp
             assert error.code() == grpc.StatusCode.UNAUTHENTICATED, token
 
 
-async def test_another_commands_tool_is_the_same_not_found_as_no_tool(
-    bridge: Bridge, tmp_path: Path
-) -> None:
+async def test_another_commands_tool_is_the_same_not_found_as_no_tool(bridge: Bridge, tmp_path: Path) -> None:
     async with (
         held_command(bridge, tmp_path, {"add": add}, run_id="a", name="a") as first,
         held_command(bridge, tmp_path, {"secret": secret}, run_id="b", name="b"),

@@ -14,7 +14,9 @@ from toolbridge._records import StepRecord
 
 
 def step(run_id: str, key: str, seq: int) -> StepRecord:
-    return StepRecord(run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k")
+    return StepRecord(
+        run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k"
+    )
 
 
 async def test_a_new_journal_is_migrated_to_the_latest_schema(journal_path: Path) -> None:

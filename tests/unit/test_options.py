@@ -14,8 +14,15 @@ def test_defaults_are_the_documented_limits() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [{"tool_timeout": 0}, {"wait_window": -1}, {"max_calls": 0}, {"attempts": 0}, {"max_calls": 1.5},
-     {"max_request_bytes": 0}, {"retry_backoff": -1}],
+    [
+        {"tool_timeout": 0},
+        {"wait_window": -1},
+        {"max_calls": 0},
+        {"attempts": 0},
+        {"max_calls": 1.5},
+        {"max_request_bytes": 0},
+        {"retry_backoff": -1},
+    ],
 )
 def test_invalid_options_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="ToolOptions"):
@@ -32,7 +39,7 @@ def test_backoff_grows_and_is_capped() -> None:
 
 def test_options_are_keyword_only_and_frozen() -> None:
     with pytest.raises(TypeError):
-        ToolOptions(10)  # type: ignore[misc]
+        ToolOptions(10)  # type: ignore[call-arg]
     options = ToolOptions()
     with pytest.raises(AttributeError):
         options.max_calls = 5  # type: ignore[misc]

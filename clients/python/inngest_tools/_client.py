@@ -144,7 +144,7 @@ class _Connection:
             ) from None
         return await future
 
-    async def list_tools(self, format_value: pb.DefinitionFormat.ValueType) -> Any:
+    async def list_tools(self, format_value: pb.DefinitionFormat) -> Any:
         try:
             return await self._stub.ListTools(
                 pb.ListToolsRequest(format=format_value), metadata=self._metadata
