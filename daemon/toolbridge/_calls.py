@@ -210,8 +210,7 @@ async def _run_tool_step(
         )
         if tool.kind == "group":
             run.executed_parents.add(key)
-        _failpoints.hit("while_tool_runs")
-        value = await tool.invoke(bound, context)
+        value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
         if tool.kind == "group":
             run.mark_stale(key)
         return value

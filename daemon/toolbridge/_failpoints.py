@@ -8,15 +8,20 @@ lookup.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from collections import Counter
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 POINTS = frozenset(
     {
         "before_step_started",  # a call arrived; nothing recorded yet
         "after_step_started",  # the step is recorded as running (awaited for at-most-once tools)
-        "while_tool_runs",  # the tool's body is about to run
+        "while_tool_runs",  # the tool's body has started and is waiting on something
         "after_tool_returned",  # the tool returned; its result is not yet recorded
         "after_result_recorded",  # the result is committed; the reply is not yet sent
     }
@@ -43,3 +48,13 @@ def hit(name: str) -> None:
         _hits[name] += 1
         if _hits[name] == _ARMED[name]:
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+async def during(name: str, work: Awaitable[T]) -> T:
+    """Await ``work``; if ``name`` is armed, kill the process once ``work`` has started running."""
+    if name not in _ARMED:
+        return await work
+    task = asyncio.ensure_future(work)
+    await asyncio.sleep(0)  # let the tool run up to its first await
+    hit(name)
+    return await task
