@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -100,6 +101,7 @@ class Bridge:
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._tools: dict[str, Tool] = to_tools(tools or {})
         self._runs: dict[str, RunState] = {}
+        self._background: set[asyncio.Future[Any]] = set()
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._services: Services | None = None
@@ -181,6 +183,11 @@ class Bridge:
         if self._server is not None:
             await self._server.stop(grace=1.0)
             self._server = None
+        # Tool calls still running (their command is gone) are abandoned: they stay
+        # `running` in the journal, and a replay runs them again.
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self._journal.close()
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
@@ -202,7 +209,7 @@ class Bridge:
         state = self._runs.get(run_id)
         if state is None:
             recorded = await self._journal.enter_run(run_id)
-            state = self._runs.setdefault(run_id, RunState(run_id, recorded, self._journal))
+            state = self._runs.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
         else:
             await self._journal.enter_run(run_id)
         state.entries += 1

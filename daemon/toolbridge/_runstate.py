@@ -22,9 +22,17 @@ class RunState:
     calls with the same step key at the same time run once (single flight).
     """
 
-    def __init__(self, run_id: str, recorded: list[StepRecord], journal: Journal) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        recorded: list[StepRecord],
+        journal: Journal,
+        background: set[asyncio.Future[Any]] | None = None,
+    ) -> None:
         self.run_id = run_id
         self.journal = journal
+        # Shielded work outlives its askers; the bridge cancels what is left when it closes.
+        self._background = background if background is not None else set()
         self.steps: dict[str, StepRecord] = {rec.key: rec for rec in recorded}
         self.entries = 0
         self._inflight: dict[str, asyncio.Future[Any]] = {}
@@ -75,6 +83,9 @@ class RunState:
         task: asyncio.Future[T] = asyncio.ensure_future(work())
         self._inflight[key] = task
         task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        if shield:
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
         return await (asyncio.shield(task) if shield else task)
 
     def mark_stale(self, parent_key: str | None) -> None:
