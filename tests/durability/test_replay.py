@@ -220,7 +220,7 @@ async def test_the_same_step_asked_twice_at_once_runs_once(journal_path: Path) -
         second = asyncio.create_task(entry())
         await asyncio.wait_for(asking.wait(), WAIT)
         release.set()
-        assert await asyncio.wait_for(asyncio.gather(first, second), WAIT) == ["charged", "charged"]
+        assert list(await asyncio.wait_for(asyncio.gather(first, second), WAIT)) == ["charged", "charged"]
     assert ran == [1]
 
 
