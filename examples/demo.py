@@ -7,7 +7,8 @@ and the script in its own process that reaches the tools only through `inngest_t
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -60,47 +61,43 @@ def make_tools(db: FakeDatabase, tenant: str) -> dict[str, object]:
     }
 
 
-async def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="toolbridge-demo-") as work:
-        journal = Path(work) / "demo.db"
-        tools = make_tools(FakeDatabase(), tenant="acme")
-        async with Bridge(journal=journal) as bridge:
-            print(f"daemon serving on {bridge.address}\n")
-            async with bridge.run("demo-order-42") as step:
-                result = await step.sandbox.commands.run(
-                    "agent",
-                    "python agent.py",
-                    tools=tools,
-                    cwd=HERE / "agent",
-                    tool_options=ToolOptions(tool_timeout=10, max_calls=50),
-                )
-                print("--- the sandboxed script printed ---")
-                print(result.stdout, end="")
-                if result.exit_code != 0:
-                    raise SystemExit(f"the agent failed:\n{result.stderr}")
-                total = await step.sandbox.python(
-                    "total",
-                    'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10',
-                    tools=tools,
-                    output=int,
-                )
-                print(f"--- a runner snippet returned: {total} ---\n")
+async def main(journal: Path) -> None:
+    tools = make_tools(FakeDatabase(), tenant="acme")
+    async with Bridge(journal=journal) as bridge:
+        print(f"daemon serving on {bridge.address}\n")
+        async with bridge.run("demo-order-42") as step:
+            result = await step.sandbox.commands.run(
+                "agent",
+                "python agent.py",
+                tools=tools,
+                cwd=HERE / "agent",
+                tool_options=ToolOptions(tool_timeout=10, max_calls=50),
+            )
+            print("--- the sandboxed script printed ---")
+            print(result.stdout, end="")
+            if result.exit_code != 0:
+                raise SystemExit(f"the agent failed:\n{result.stderr}")
+            total = await step.sandbox.python(
+                "total",
+                'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10',
+                tools=tools,
+                output=int,
+            )
+            print(f"--- a runner snippet returned: {total} ---\n")
 
-            # Entering the same run again replays it from the journal: nothing runs twice.
-            async with bridge.run("demo-order-42") as step:
-                replayed = await step.sandbox.commands.run(
-                    "agent", "python agent.py", tools=tools, cwd=HERE / "agent"
-                )
-                print(f"replayed from the journal without running: {replayed.replayed}")
-
-        with sqlite3.connect(journal) as db:
-            rows = db.execute(
-                "SELECT name, status, attempts FROM steps WHERE run_id = ? ORDER BY seq", ("demo-order-42",)
-            ).fetchall()
-        print("\njournal of run demo-order-42:")
-        for name, status, attempts in rows:
-            print(f"  {name:<14} {status:<10} attempts={attempts}")
+        # Entering the same run again replays it from the journal: nothing runs twice.
+        async with bridge.run("demo-order-42") as step:
+            replayed = await step.sandbox.commands.run(
+                "agent", "python agent.py", tools=tools, cwd=HERE / "agent"
+            )
+            total_again = await step.sandbox.python("total", "return 0", tools=tools, output=int)
+            print(f"replayed from the journal without running: {replayed.replayed}, total {total_again}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with tempfile.TemporaryDirectory(prefix="toolbridge-demo-") as work:
+        journal = Path(work) / "demo.db"
+        asyncio.run(main(journal))
+        print("\n--- the journal, as `toolbridge trace demo-order-42` shows it ---")
+        toolbridge_cli = Path(sys.executable).with_name("toolbridge")
+        subprocess.run([toolbridge_cli, "trace", "demo-order-42", "--journal", journal], check=True)
