@@ -35,6 +35,7 @@ pytest: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) bench/call_latency.py
+	$(PY) bench/durability.py
 
 clean:
 	rm -rf $(VENV) $(NODE_CLIENT)/node_modules
