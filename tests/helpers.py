@@ -63,12 +63,14 @@ async def held_command(
 ) -> AsyncIterator[HeldCommand]:
     """Start a command that reports its address and token, then waits until the test ends."""
     ready: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+    holding = asyncio.Event()
     release = asyncio.Event()
 
-    def report(address: str, token: str) -> None:
+    async def report(address: str, token: str) -> None:
         ready.set_result((address, token))
 
     async def hold() -> None:
+        holding.set()
         await release.wait()
 
     script = tmp_path / f"{name}.py"
@@ -87,7 +89,8 @@ async def held_command(
 
     task = asyncio.create_task(run())
     try:
-        waiters: set[asyncio.Future[Any]] = {task, ready}
+        # Yield only once the command sits in `hold`: both of its calls have been counted.
+        waiters: set[asyncio.Future[Any]] = {task, asyncio.ensure_future(holding.wait())}
         done, _ = await asyncio.wait(waiters, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
         if task in done:
             result = task.result()

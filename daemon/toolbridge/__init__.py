@@ -16,6 +16,8 @@ from toolbridge._errors import (
     ToolbridgeError,
     ToolError,
 )
+from toolbridge._events import Event, EventType, event_type
+from toolbridge._functions import DurableFunction, FunctionContext
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox import CommandResult
 from toolbridge._steps import Step, Steps
@@ -24,6 +26,10 @@ from toolbridge._tool import Tool, ToolContext, tool
 __all__ = [
     "Bridge",
     "CommandResult",
+    "DurableFunction",
+    "Event",
+    "EventType",
+    "FunctionContext",
     "JournalError",
     "NonRetriableError",
     "ReplayMismatchError",
@@ -37,6 +43,7 @@ __all__ = [
     "ToolError",
     "ToolOptions",
     "ToolbridgeError",
+    "event_type",
     "tool",
     "tool_definitions",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -17,6 +18,8 @@ from grpc import aio
 
 from toolbridge._calls import CommandScope
 from toolbridge._errors import ToolbridgeError
+from toolbridge._events import Event, EventBus, EventType
+from toolbridge._functions import DurableFunction, FunctionContext, make_function
 from toolbridge._journal import Durability, Journal, NullJournal, SQLiteJournal
 from toolbridge._launch import Launcher, ProcessLauncher
 from toolbridge._runstate import RunState
@@ -28,6 +31,7 @@ from toolbridge._tokens import TokenRegistry
 from toolbridge._tool import Tool, check_tool_name, to_tool, to_tools
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("toolbridge")
 
 __all__ = ["Bridge"]
 
@@ -102,6 +106,9 @@ class Bridge:
         self._tools: dict[str, Tool] = to_tools(tools or {})
         self._runs: dict[str, RunState] = {}
         self._background: set[asyncio.Future[Any]] = set()
+        self._functions: dict[str, DurableFunction] = {}
+        self._events = EventBus(self._journal)
+        self._events.on_event.append(self._trigger)
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._services: Services | None = None
@@ -140,6 +147,58 @@ class Bridge:
             return lambda func: register(func, target)
         return register(target)
 
+    def function(
+        self, *, id: str, trigger: EventType | None = None, description: str | None = None
+    ) -> Callable[[Callable[[FunctionContext], Any]], DurableFunction]:
+        """Declare a durable function: ``@bridge.function(id="refund", trigger=event_type(...))``.
+
+        The function runs as its own durable run whenever its trigger event is sent (with
+        ``step.send_event`` or :meth:`send_event`), as a nested step through ``step.invoke``,
+        and as a tool when given to a command: named arguments become the event data,
+        checked against the trigger's schema, and the caller gets the function's result.
+
+        Raises:
+            ValueError: for an empty id or one already declared on this bridge.
+        """
+
+        def declare(handler: Callable[[FunctionContext], Any]) -> DurableFunction:
+            declared = make_function(handler, id=id, trigger=trigger, description=description)
+            if id in self._functions:
+                raise ValueError(f"a function with id {id!r} is already declared on this bridge")
+            self._functions[id] = declared
+            return declared
+
+        return declare
+
+    async def send_event(self, name: str, data: Mapping[str, Any] | None = None) -> Event:
+        """Send an event from the host: it wakes matching waits and starts triggered functions.
+
+        Raises:
+            ToolbridgeError: when the bridge is not open.
+        """
+        self._require_open()
+        return await self._events.publish(name, data or {})
+
+    def _trigger(self, event: Event) -> None:
+        for function in self._functions.values():
+            if function.trigger is not None and function.trigger.name == event.name:
+                task = asyncio.ensure_future(self._run_triggered(function, event))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    async def _run_triggered(self, function: DurableFunction, event: Event) -> None:
+        try:
+            data = function.trigger.validate(event.data) if function.trigger else event.data
+            async with self.run(f"{function.id}/{event.id}") as step:
+                await function.call(Event(event.name, data, event.id, event.ts), step, step.run_id)
+        except Exception:  # the run is journaled as failed; nobody awaits a triggered run
+            log.exception("function %r failed on event %s", function.id, event.id)
+
+    def _require_open(self) -> Services:
+        if self._services is None:
+            raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
+        return self._services
+
     async def __aenter__(self) -> Bridge:
         await self._journal.open()
         try:
@@ -168,6 +227,7 @@ class Bridge:
             tokens=self._tokens,
             address=self.address,
             socket_dir=socket_dir,
+            events=self._events,
         )
 
     async def __aexit__(
@@ -188,6 +248,7 @@ class Bridge:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        self._services = None
         await self._journal.close()
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
@@ -203,8 +264,7 @@ class Bridge:
         Yields:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
-        if self._services is None:
-            raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
+        services = self._require_open()
         run_id = _check_run_id(run_id or uuid.uuid4().hex)
         state = self._runs.get(run_id)
         if state is None:
@@ -214,7 +274,7 @@ class Bridge:
             await self._journal.enter_run(run_id)
         state.entries += 1
         try:
-            yield Step(self._services, state)
+            yield Step(services, state)
         except Exception as exc:
             await self._journal.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
             raise

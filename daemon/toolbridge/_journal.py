@@ -69,6 +69,16 @@ MIGRATIONS: Sequence[str] = (
     CREATE INDEX steps_by_parent ON steps (run_id, parent_key);
     CREATE INDEX runs_by_start ON runs (started_at);
     """,
+    # 2: events, for send_event / wait_for_event and triggered functions.
+    """
+    CREATE TABLE events (
+        event_id  TEXT PRIMARY KEY,
+        name      TEXT NOT NULL,
+        data_json TEXT NOT NULL,
+        ts        REAL NOT NULL
+    );
+    CREATE INDEX events_by_name ON events (name, ts);
+    """,
 )
 
 _ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
@@ -120,6 +130,7 @@ _ENTER_RUN = _Statement("""
         status = 'running', updated_at = excluded.updated_at, finished_at = NULL,
         error = NULL, entries = runs.entries + 1
 """)
+_RECORD_EVENT = _Statement("INSERT INTO events (event_id, name, data_json, ts) VALUES (?, ?, ?, ?)")
 _END_RUN = _Statement(
     "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ? WHERE run_id = ?"
 )
@@ -183,6 +194,14 @@ class Journal(Protocol):
         ...
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None: ...
+
+    async def record_event(self, event: dict[str, Any]) -> None:
+        """Journal an event; returns once it is committed."""
+        ...
+
+    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
+        """Events named ``name`` sent at or after ``since``, oldest first."""
+        ...
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 
@@ -317,6 +336,18 @@ class SQLiteJournal:
         stamp = now()
         await self._group_commit().add(_END_RUN, ("run", run_id), (status, stamp, stamp, error, run_id))
 
+    async def record_event(self, event: dict[str, Any]) -> None:
+        params = (event["id"], event["name"], json.dumps(event["data"]), event["ts"])
+        await self._group_commit().add(_RECORD_EVENT, event["id"], params)
+
+    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
+        async with self.db.execute(
+            "SELECT event_id, name, data_json, ts FROM events WHERE name = ? AND ts >= ? ORDER BY ts",
+            (name, since),
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [{"id": row[0], "name": row[1], "data": json.loads(row[2]), "ts": row[3]} for row in rows]
+
     async def load_steps(self, run_id: str) -> list[StepRecord]:
         async with self.db.execute(
             f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
@@ -361,6 +392,12 @@ class NullJournal:
         return None
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        return []
+
+    async def record_event(self, event: dict[str, Any]) -> None:
+        return None
+
+    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
         return []
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from toolbridge._calls import CommandScope
 from toolbridge._errors import SandboxError, SnippetError
+from toolbridge._events import EventBus
 from toolbridge._journal import Journal
 from toolbridge._json import canonical, dumps
 from toolbridge._launch import Launcher, LaunchSpec, ProcessOutcome
@@ -51,6 +52,7 @@ class Services:
     tokens: TokenRegistry[CommandScope]
     address: str
     socket_dir: Path | None
+    events: EventBus
 
 
 @dataclass(frozen=True)

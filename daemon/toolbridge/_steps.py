@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge._attempts import run_attempts
 from toolbridge._errors import ReplayMismatchError, StepError, ToolError
-from toolbridge._json import dumps
+from toolbridge._events import Event
+from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
-from toolbridge._records import StepRecord
+from toolbridge._records import StepRecord, now
 from toolbridge._runstate import KeyCounter, RunState
-from toolbridge._tool import _call_maybe_async
+from toolbridge._schema import SchemaValidationError
+from toolbridge._tool import call_maybe_async
 
 if TYPE_CHECKING:
+    from toolbridge._functions import DurableFunction
     from toolbridge._sandbox import Sandbox, Services
 
 __all__ = ["Step", "Steps"]
@@ -66,6 +70,53 @@ class Steps:
         base = step_id if self._parent_key is None else f"{self._parent_key}/{step_id}"
         return self._keys.key(base)
 
+    async def _durable(
+        self,
+        step_id: str,
+        kind: str,
+        body: Callable[[StepRecord], Awaitable[Any]],
+        *,
+        input_value: Any = None,
+        nests: bool = False,
+    ) -> Any:
+        """Run ``body`` once as the step ``step_id``; replay returns what it recorded.
+
+        ``body`` gets the step's record (fresh, or left ``running`` by an interrupted run, to
+        resume from) and returns the step's value, or raises :class:`ToolError` to record a
+        failure.
+        """
+        key = self._key(step_id)
+        rec = self._run.claim(key)
+        if rec is not None and rec.done:
+            return _recorded_value(expect_kind(rec, kind), step_id)
+
+        async def work() -> Any:
+            run = self._run
+            current = run.steps.get(key)
+            if current is None:
+                input_json = None if input_value is None else canonical(input_value)
+                current = run.new_step(
+                    key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
+                )
+            run.journal.write(current)
+            if nests:
+                run.executed_parents.add(key)
+            try:
+                text = dumps(await body(current))
+            except ToolError as exc:
+                current.fail(exc.to_dict())
+            else:
+                current.complete(text)
+            if nests:
+                run.mark_stale(key)
+            await run.journal.write(current)
+            return _recorded_value(current, step_id)
+
+        return await self._run.single_flight(key, work, shield=False)
+
+    def _nested(self, parent_key: str) -> Steps:
+        return Steps(self._services, self._run, parent_key, self._options)
+
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once as a durable step and return its JSON value.
 
@@ -75,36 +126,134 @@ class Steps:
         Raises:
             StepError: when the step failed.
         """
-        key = self._key(step_id)
-        rec = self._run.claim(key)
-        if rec is not None and rec.done:
-            return _recorded_value(expect_kind(rec, "run"), step_id)
 
-        async def work() -> Any:
-            run = self._run
-            current = run.steps.get(key) or run.new_step(
-                key, parent_key=self._parent_key, kind="run", name=step_id, input_json=None
+        async def body(rec: StepRecord) -> Any:
+            return await run_attempts(
+                rec,
+                lambda _attempt: call_maybe_async(fn, *args, **kwargs),
+                attempts=self._options.attempts,
+                options=self._options,
+                journal=self._run.journal,
+                timeout=None,
+                what=f"step {step_id!r}",
             )
-            run.journal.write(current)
-            try:
-                value = await run_attempts(
-                    current,
-                    lambda _attempt: _call_maybe_async(fn, *args, **kwargs),
-                    attempts=self._options.attempts,
-                    options=self._options,
-                    journal=run.journal,
-                    timeout=None,
-                    what=f"step {step_id!r}",
-                )
-                text = dumps(value)
-            except ToolError as exc:
-                current.fail(exc.to_dict())
-            else:
-                current.complete(text)
-            await run.journal.write(current)
-            return _recorded_value(current, step_id)
 
-        return await self._run.single_flight(key, work, shield=False)
+        return await self._durable(step_id, "run", body)
+
+    async def sleep(self, step_id: str, seconds: float) -> None:
+        """Pause durably: a replay after a crash sleeps only what is left.
+
+        Inside a tool, the sleep counts against the call's ``tool_timeout``.
+        """
+        if seconds < 0:
+            raise ValueError("seconds must not be negative")
+
+        async def body(rec: StepRecord) -> None:
+            wake_at = json.loads(rec.input_json or "{}")["wake_at"]
+            await self._run.journal.write(rec)  # the wake-up time is on disk before we wait
+            await asyncio.sleep(max(0.0, wake_at - now()))
+
+        await self._durable(
+            step_id, "sleep", body, input_value={"seconds": seconds, "wake_at": now() + seconds}
+        )
+
+    async def send_event(self, step_id: str, events: EventLike | Sequence[EventLike]) -> list[str]:
+        """Send one event or several, once: a replay does not send them again.
+
+        Args:
+            step_id: The step's id.
+            events: ``{"name": "order/refunded", "data": {...}}``, an :class:`Event`, or a list.
+
+        Returns:
+            The ids of the events sent.
+        """
+        batch = [_as_event(item) for item in (events if isinstance(events, Sequence) else [events])]
+
+        async def body(rec: StepRecord) -> list[str]:
+            return [(await self._services.events.publish(event.name, event.data)).id for event in batch]
+
+        ids: list[str] = await self._durable(
+            step_id, "send_event", body, input_value=[{"name": e.name, "data": e.data} for e in batch]
+        )
+        return ids
+
+    async def wait_for_event(
+        self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
+    ) -> Event | None:
+        """Wait for an event sent after this step started; ``None`` when ``timeout`` passes.
+
+        One wait blocks at most ``ToolOptions.wait_window`` at a time: each window that
+        passes without the event is recorded, and a fresh window continues until the
+        timeout, so a long wait makes visible progress and resumes after a crash with the
+        time that is left.
+
+        Args:
+            step_id: The step's id.
+            event: The event name to wait for.
+            timeout: Seconds to wait in all.
+            match: Accepts or rejects a candidate event (for example, by an order id).
+        """
+
+        async def body(rec: StepRecord) -> dict[str, Any] | None:
+            deadline = rec.started_at + timeout
+            while True:
+                window = min(self._options.wait_window, deadline - now())
+                opened = now()
+                found = await self._services.events.wait(
+                    event, since=rec.started_at, match=match, timeout=window
+                )
+                if found is not None:
+                    return found.to_dict()
+                if now() >= deadline:
+                    return None
+                rec.attempt_log.append(
+                    {"window": len(rec.attempt_log) + 1, "started_at": opened, "finished_at": now()}
+                )
+                self._run.journal.write(rec)
+
+        found = await self._durable(
+            step_id, "wait_for_event", body, input_value={"event": event, "timeout": timeout}
+        )
+        return None if found is None else Event.from_dict(found)
+
+    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any:
+        """Run a durable function as a nested step and return its result.
+
+        ``data`` is checked against the function's trigger schema. The function's own steps
+        are journaled under this one, so a retry or replay skips those that completed.
+
+        Raises:
+            StepError: when the data is invalid or the function failed.
+        """
+
+        async def body(rec: StepRecord) -> Any:
+            try:
+                payload = function.trigger.validate(data or {}) if function.trigger else dict(data or {})
+            except SchemaValidationError as exc:
+                raise ToolError(f"invalid data for {function.id!r}: {exc}", type="ValidationError") from None
+            event = function.event(payload, f"inv_{rec.idempotency_key}")
+            return await run_attempts(
+                rec,
+                lambda _attempt: function.call(event, self._nested(rec.key), self._run.run_id),
+                attempts=self._options.attempts,
+                options=self._options,
+                journal=self._run.journal,
+                timeout=None,
+                what=f"function {function.id!r}",
+            )
+
+        return await self._durable(step_id, "invoke", body, input_value={"function": function.id}, nests=True)
+
+
+EventLike = Mapping[str, Any] | Event
+
+
+def _as_event(value: EventLike) -> Event:
+    if isinstance(value, Event):
+        return value
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str) or not value["name"]:
+        raise ValueError('an event is {"name": "...", "data": {...}} or an Event')
+    return Event(name=value["name"], data=dict(value.get("data") or {}))
 
 
 def _recorded_value(rec: StepRecord, step_id: str) -> Any:

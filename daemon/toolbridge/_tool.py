@@ -142,7 +142,7 @@ class Tool:
         args = list(call.args)
         if self.kind != "function" and self.handler_takes_context:
             args.append(context)
-        return await _call_maybe_async(self.handler, *args, **call.kwargs)
+        return await call_maybe_async(self.handler, *args, **call.kwargs)
 
     def result_to_jsonable(self, value: Any) -> Any:
         """Validate a result against ``output`` and return it as plain JSON data.
@@ -156,7 +156,7 @@ class Tool:
         return self.output_schema.to_jsonable(validated)
 
 
-async def _call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
         return await func(*args, **kwargs)
     import asyncio
