@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypeVar, overload
@@ -22,6 +22,7 @@ from toolbridge._events import Event, EventBus, EventType
 from toolbridge._functions import DurableFunction, FunctionContext, make_function
 from toolbridge._journal import Durability, Journal, NullJournal, SQLiteJournal
 from toolbridge._launch import Launcher, ProcessLauncher
+from toolbridge._options import ToolOptions
 from toolbridge._runstate import RunState
 from toolbridge._runtime import build_runtime
 from toolbridge._sandbox import Services
@@ -253,6 +254,49 @@ class Bridge:
         if self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | Sequence[Any] | None = None,
+        *,
+        run_id: str | None = None,
+        tool_options: ToolOptions | None = None,
+    ) -> Any:
+        """Call a registered tool from the host, as a durable step of its own run.
+
+        The call is validated, hooked, retried and journaled exactly as a call from a
+        sandbox; ``toolbridge call`` uses it. Calling again with the same ``run_id``
+        replays the run: the recorded result (or error) comes back without running the tool.
+
+        Args:
+            name: The registered tool's name.
+            arguments: Named arguments as a dict, or positional ones as a list.
+            run_id: The run the call belongs to; a fresh one when omitted.
+            tool_options: Timeout, attempts and size limits (``ToolOptions()`` by default).
+
+        Returns:
+            The tool's result, as JSON data.
+
+        Raises:
+            ToolError: when the call fails (``ToolNotFound`` for an unknown name,
+                ``ValidationError`` for bad arguments, or the tool's own error); the run is
+                then recorded as failed.
+            TypeError: for arguments that are neither a dict nor a list of JSON data.
+        """
+        from toolbridge._host_calls import call_registered_tool
+
+        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        async with self.run(run_id):
+            assert self._services is not None  # run() has checked that the bridge is open
+            return await call_registered_tool(
+                self._services,
+                self._runs[run_id],
+                self._tools,
+                name,
+                arguments,
+                tool_options or ToolOptions(),
+            )
 
     @contextlib.asynccontextmanager
     async def run(self, run_id: str | None = None) -> AsyncIterator[Step]:

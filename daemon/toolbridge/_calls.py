@@ -14,13 +14,14 @@ from typing import Any, Literal
 from toolbridge import _failpoints
 from toolbridge._attempts import new_error_id, run_attempts, unexpected
 from toolbridge._errors import ToolError
+from toolbridge._hooks import finish_hook, start_hook
 from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
 from toolbridge._launch import StopSignal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._runstate import KeyCounter, RunState
 from toolbridge._schema import SchemaValidationError
-from toolbridge._tool import Tool, ToolContext, call_hook
+from toolbridge._tool import Tool, ToolContext
 
 StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"]
 
@@ -49,7 +50,11 @@ class CallOutcome:
 
 @dataclass(eq=False)
 class CommandScope:
-    """What one command's token grants: its tools, its budget, its place in the run."""
+    """What one command's token grants: its tools, its budget, its place in the run.
+
+    ``command_key`` is empty for a call the host makes itself (``Bridge.call_tool``): the
+    call is then a top-level step of its run.
+    """
 
     run: RunState
     command_key: str
@@ -120,7 +125,8 @@ async def call_tool(
             ),
         )
     input_json = _call_input(positional, named)
-    key = scope.keys.key(f"{scope.command_key}/{tool_name}@{digest(input_json, 12)}")
+    prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
+    key = scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
     run = scope.run
     recorded = run.claim(key)
     if recorded is not None and recorded.done:
@@ -150,7 +156,7 @@ async def _run_tool_step(
     _failpoints.hit("before_step_started")
     if rec is None:
         rec = run.new_step(
-            key, parent_key=scope.command_key, kind="tool", name=tool_name, input_json=input_json
+            key, parent_key=scope.command_key or None, kind="tool", name=tool_name, input_json=input_json
         )
         started = journal.write(rec)
         if tool.at_most_once:
@@ -172,32 +178,12 @@ async def _run_tool_step(
         bound = tool.bind(positional, named, named_json)
     except SchemaValidationError as exc:
         return await _finish(rec, scope, error=ToolError(f"invalid arguments: {exc}", type="ValidationError"))
+    try:
+        bound = await start_hook(tool, bound, rec)
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
     if tool.on_start is not None:
-        try:
-            changed = await call_hook(tool.on_start, bound.input)
-            if changed is not bound.input:
-                bound = tool.rebind(changed)
-                rec.input_json = canonical(bound.input)
-        except ToolError as exc:
-            return await _finish(rec, scope, error=exc)
-        except SchemaValidationError as exc:
-            return await _finish(
-                rec,
-                scope,
-                error=ToolError(f"invalid arguments after on_start: {exc}", type="ValidationError"),
-            )
-        except Exception as exc:
-            error_id = new_error_id()
-            rec.attempt_log.append(
-                {"hook": "on_start", "error": f"{type(exc).__name__}: {exc}", "error_id": error_id}
-            )
-            return await _finish(
-                rec,
-                scope,
-                error=ToolError(
-                    f"the call was refused (error id {error_id})", type="Refused", error_id=error_id
-                ),
-            )
+        journal.write(rec)  # the hook's effect is in the trace while the tool runs
 
     async def attempt(number: int) -> Any:
         context = ToolContext(
@@ -228,17 +214,10 @@ async def _run_tool_step(
     except ToolError as exc:
         return await _finish(rec, scope, error=exc)
     _failpoints.hit("after_tool_returned")
-    if tool.on_finish is not None:
-        try:
-            value = await call_hook(tool.on_finish, value)
-        except ToolError as exc:
-            return await _finish(rec, scope, error=exc)
-        except Exception as exc:
-            error_id = new_error_id()
-            rec.attempt_log.append(
-                {"hook": "on_finish", "error": f"{type(exc).__name__}: {exc}", "error_id": error_id}
-            )
-            return await _finish(rec, scope, error=unexpected(f"tool {tool_name!r}", error_id))
+    try:
+        value = await finish_hook(tool, tool_name, value, rec)
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
     return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic.errors import PydanticUserError
 
 from toolbridge._schema import PydanticSchema, SchemaValidationError
 
@@ -69,8 +70,13 @@ def describe(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
 def read_signature(func: Callable[..., Any]) -> FunctionSignature | None:
     """Build validation for ``func`` from its signature; ``None`` when it has none to read.
 
+    The schema has a property per parameter, named after it: its annotation gives the
+    type (``Any`` when there is none), its default makes it optional, and the docstring's
+    ``Args:`` section (Google, NumPy, reST or Epydoc style) gives its description.
+
     Raises:
-        TypeError: for signatures a sandbox cannot call (``*args`` or ``**kwargs``).
+        TypeError: for signatures a sandbox cannot call (``*args`` or ``**kwargs``), or
+            annotations that are not JSON data (a database client, say).
     """
     try:
         signature = inspect.signature(func, eval_str=True)
@@ -90,7 +96,28 @@ def read_signature(func: Callable[..., Any]) -> FunctionSignature | None:
             annotation,
             Field(default, alias=parameter.name, description=parameter_docs.get(parameter.name)),
         )
-    model: type[BaseModel] = create_model(
-        "Arguments", __config__=ConfigDict(arbitrary_types_allowed=False), **fields
-    )
-    return FunctionSignature(signature, PydanticSchema(model), tuple(fields))
+    try:
+        model: type[BaseModel] = create_model(
+            "Arguments", __config__=ConfigDict(arbitrary_types_allowed=False), **fields
+        )
+        schema = PydanticSchema(model)
+    except (PydanticUserError, TypeError) as exc:
+        raise TypeError(_unsupported(func, signature, exc)) from exc
+    return FunctionSignature(signature, schema, tuple(fields))
+
+
+def _unsupported(func: Callable[..., Any], signature: inspect.Signature, error: Exception) -> str:
+    """Name the parameter whose annotation pydantic cannot validate, and what to do instead."""
+    for parameter in signature.parameters.values():
+        if parameter.annotation is inspect.Parameter.empty:
+            continue
+        try:
+            TypeAdapter(parameter.annotation).json_schema()
+        except (PydanticUserError, TypeError):
+            return (
+                f"parameter {parameter.name!r} of {getattr(func, '__qualname__', func)!r} is "
+                f"annotated {parameter.annotation!r}, which is not JSON data a sandbox can send: "
+                "annotate it with str, int, float, bool, lists, dicts, enums or pydantic models, "
+                "or close over the object instead of taking it as a parameter"
+            )
+    return f"cannot build a schema for the parameters of {func!r}: {error}"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge._json import canonical
 from toolbridge._schema import Schema, SchemaValidationError, schema_from
+from toolbridge._schema_walk import omit_null_optionals
 from toolbridge._signature import FunctionSignature, describe, read_signature
 
 if TYPE_CHECKING:
@@ -99,14 +100,20 @@ class Tool:
     def bind(self, positional: list[Any], named: dict[str, Any], named_json: bytes) -> BoundCall:
         """Validate arguments from the sandbox.
 
+        A ``null`` given for an optional argument that does not accept null means "not
+        given" (OpenAI's strict mode sends one for every argument it leaves out); everything
+        else is validated against the tool's own schema, ``strict`` or not.
+
         Raises:
             SchemaValidationError: naming each offending field.
         """
         if self.kind == "function":
             if self.signature is None:
                 return BoundCall(positional, named, {"args": positional, "kwargs": named})
-            args, kwargs = self.signature.bind(positional, named)
             journal_input = {"args": positional, "kwargs": named} if named else positional
+            if named:
+                named = omit_null_optionals(named, self.signature.schema.json_schema)
+            args, kwargs = self.signature.bind(positional, named)
             return BoundCall(args, kwargs, journal_input)
         if positional and named:
             raise SchemaValidationError([("", "pass named arguments or one object, not both")])
@@ -123,7 +130,11 @@ class Tool:
         raw: Any = positional[0] if positional else named
         if self.input_schema is None:
             return BoundCall([raw], {}, raw)
-        text = named_json if named and named_json else canonical(raw)
+        given = raw
+        if not named_json or b"null" in named_json:  # the walk is only worth it if a null may be there
+            given = omit_null_optionals(raw, self.input_schema.json_schema)
+        # Validated from the bytes received when they are the whole input, as they usually are.
+        text = named_json if named and named_json and given is raw else canonical(given)
         value = self.input_schema.validate_json(text, strict=self.strict)
         return BoundCall([value], {}, self.input_schema.to_jsonable(value))
 
