@@ -5,7 +5,7 @@ change without notice. The exception tree is documented in ``toolbridge._errors`
 """
 
 from toolbridge._bridge import Bridge
-from toolbridge._definitions import tool_definitions
+from toolbridge._definitions import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool_definitions
 from toolbridge._errors import (
     JournalError,
     NonRetriableError,
@@ -26,6 +26,8 @@ from toolbridge._tool import Tool, ToolContext, tool
 __all__ = [
     "Bridge",
     "CommandResult",
+    "DefinitionWarning",
+    "DroppedConstraint",
     "DurableFunction",
     "Event",
     "EventType",
@@ -40,6 +42,7 @@ __all__ = [
     "Steps",
     "Tool",
     "ToolContext",
+    "ToolDefinitions",
     "ToolError",
     "ToolOptions",
     "ToolbridgeError",

@@ -134,12 +134,14 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
                 grpc.StatusCode.INVALID_ARGUMENT, f"unknown definition format {request.format}"
             )
         assert format_name is not None
-        return pb.ListToolsResponse(
-            tools=[
+        try:
+            entries = [
                 pb.ToolDefinition(name=name, definition_json=_json_bytes(definition(name, tool, format_name)))  # type: ignore[arg-type]
                 for name, tool in sorted(scope.tools.items())
             ]
-        )
+        except ValueError as exc:  # a tool whose input is not an object: the host must fix it
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        return pb.ListToolsResponse(tools=entries)
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -48,11 +48,14 @@ class FunctionSignature:
         validated = self.schema.validate_python(dict(bound.arguments), strict=False)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
+        skipped = False
         for field_name, parameter in zip(self.field_names, self.signature.parameters.values(), strict=True):
             if parameter.name not in bound.arguments:
-                continue  # let the function's own default apply
+                skipped = True  # let the function's own default apply
+                continue
             value = getattr(validated, field_name)
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            # After a parameter left to its default, the next ones can only go by name.
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY or skipped:
                 kwargs[parameter.name] = value
             else:
                 args.append(value)
