@@ -85,6 +85,11 @@ def read_signature(func: Callable[..., Any]) -> FunctionSignature | None:
         signature = inspect.signature(func, eval_str=True)
     except ValueError:
         return None  # a builtin without a readable signature: arguments pass unchecked
+    except NameError as exc:
+        raise TypeError(
+            f"cannot read the annotations of {getattr(func, '__qualname__', func)!r}: {exc}; "
+            "define the types they name at module level"
+        ) from exc
     _, parameter_docs = describe(func)
     fields: dict[str, Any] = {}
     for index, parameter in enumerate(signature.parameters.values()):
@@ -95,10 +100,14 @@ def read_signature(func: Callable[..., Any]) -> FunctionSignature | None:
             )
         annotation = Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        fields[f"p{index}"] = (
-            annotation,
-            Field(default, alias=parameter.name, description=parameter_docs.get(parameter.name)),
+        documented = parameter_docs.get(parameter.name)
+        # description=None would erase a description given in Annotated[..., Field()].
+        field = (
+            Field(default, alias=parameter.name)
+            if documented is None
+            else Field(default, alias=parameter.name, description=documented)
         )
+        fields[f"p{index}"] = (annotation, field)
     try:
         model: type[BaseModel] = create_model(
             "Arguments", __config__=ConfigDict(arbitrary_types_allowed=False), **fields
