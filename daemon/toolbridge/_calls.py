@@ -182,8 +182,6 @@ async def _run_tool_step(
         bound = await start_hook(tool, bound, rec)
     except ToolError as exc:
         return await _finish(rec, scope, error=exc)
-    if tool.on_start is not None:
-        journal.write(rec)  # the hook's effect is in the trace while the tool runs
 
     async def attempt(number: int) -> Any:
         context = ToolContext(

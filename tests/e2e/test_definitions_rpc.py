@@ -8,8 +8,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from definitions_catalog import catalog
-
+from tests.definitions_catalog import catalog
 from toolbridge import Bridge, DefinitionWarning, tool, tool_definitions
 from toolbridge._definitions import FORMATS
 

@@ -146,9 +146,13 @@ async def test_hooks_rewrite_refuse_and_are_journaled(
     assert "output_error" in hook_entries(steps[97], "on_finish")[0]
 
 
-async def test_an_unchanged_input_leaves_no_rewrite_in_the_journal(bridge: Bridge, journal_path: Path) -> None:
+async def test_an_unchanged_input_leaves_no_rewrite_in_the_journal(
+    bridge: Bridge, journal_path: Path
+) -> None:
     seen: list[Any] = []
-    echo = tool.step(input=Transfer, run=lambda args: args.amount, on_start=seen.append, on_finish=lambda r: r)
+    echo = tool.step(
+        input=Transfer, run=lambda args: args.amount, on_start=seen.append, on_finish=lambda r: r
+    )
     async with bridge.run("plain") as step:
         value = await step.sandbox.python(
             "snippet", "return await tools.echo(amount=1, currency='EUR')", tools={"echo": echo}
@@ -161,7 +165,9 @@ async def test_an_unchanged_input_leaves_no_rewrite_in_the_journal(bridge: Bridg
     assert set(hook_entries(call, "on_finish")[0]) == {"hook", "started_at", "finished_at"}
 
 
-async def test_a_replayed_call_returns_the_recorded_answer_without_running_the_hooks(journal_path: Path) -> None:
+async def test_a_replayed_call_returns_the_recorded_answer_without_running_the_hooks(
+    journal_path: Path,
+) -> None:
     calls: list[str] = []
 
     def on_start(given: dict[str, Any]) -> dict[str, Any]:

@@ -27,12 +27,13 @@ async def main():
     out = {}
     await attempt("wrong_type", tools.createBasket(customer_id=42), out)
     await attempt("extra_field", tools.createBasket(customer_id="c", gift=True), out)
-    await attempt("nested_coercion", tools.createBasket(customer_id="c", lines=[{"sku": "a", "quantity": "2"}]), out)
+    as_text = [{"sku": "a", "quantity": "2"}]
+    await attempt("nested_coercion", tools.createBasket(customer_id="c", lines=as_text), out)
     await attempt("missing", tools.createBasket(lines=[]), out)
     await attempt("valid", tools.createBasket(customer_id="c", lines=[{"sku": "a", "quantity": 2}]), out)
     await attempt("one_object", tools.createBasket({"customer_id": "d"}), out)
     await attempt("strict_nulls", tools.createBasket(customer_id="e", lines=None, coupon=None), out)
-    await attempt("lax", tools.laxBasket(customer_id="f", lines=[{"sku": "a", "quantity": "2"}], gift=True), out)
+    await attempt("lax", tools.laxBasket(customer_id="f", lines=as_text, gift=True), out)
     await attempt("schema_extra", tools.refund(payment_id="pay_1", amount_cents=5, note="x"), out)
     await attempt("schema_pattern", tools.refund(payment_id="card_1", amount_cents=0), out)
     print(json.dumps(out))

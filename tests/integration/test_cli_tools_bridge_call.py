@@ -101,8 +101,8 @@ async def test_limits_apply_to_host_calls_too(bridge: Bridge) -> None:
     with pytest.raises(ToolError) as too_large:
         await bridge.call_tool("echo", {"text": "x" * 200}, tool_options=ToolOptions(max_request_bytes=100))
     assert too_large.value.type == "RequestTooLarge"
-    with pytest.raises(TypeError, match="a dict .* or a list"):
-        await bridge.call_tool("echo", "hello")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"a dict .* or a list"):
+        await bridge.call_tool("echo", "hello")  # a str is a sequence, but not a list of arguments
     with pytest.raises(TypeError, match="JSON data"):
         await bridge.call_tool("echo", {"text": float("nan")})
 
@@ -110,7 +110,7 @@ async def test_limits_apply_to_host_calls_too(bridge: Bridge) -> None:
 async def test_a_tool_group_runs_its_steps_under_the_host_call(journal_path: Path) -> None:
     async def refund(args: dict[str, Any], ctx: ToolContext) -> str:
         charge = await ctx.step.run("find-charge", lambda: "ch_" + args["order"])
-        return await ctx.step.run("refund-charge", lambda: "re_" + charge)
+        return str(await ctx.step.run("refund-charge", lambda: "re_" + charge))
 
     async with Bridge(journal=journal_path, tools={"refund": tool.group(run=refund)}) as bridge:
         assert await bridge.call_tool("refund", {"order": "o1"}, run_id="group-1") == "re_ch_o1"

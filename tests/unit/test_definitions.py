@@ -20,13 +20,13 @@ import mcp.types
 import pytest
 from anthropic.types import ToolParam
 from anthropic.types.tool_param import InputSchemaTyped
-from definitions_catalog import REFUND_INPUT, Address, Category, catalog
 from mcp_types import _v2025_11_25 as mcp_2025_11_25
 from mcp_types import _v2026_07_28 as mcp_2026_07_28
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tests.definitions_catalog import REFUND_INPUT, Address, Category, catalog
 from toolbridge import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool, tool_definitions
 from toolbridge._definitions import CONFIRMATION_NOTE, FORMATS, MCP_CONFIRMATION_KEY, DefinitionFormat
 
@@ -207,7 +207,7 @@ def test_what_strict_mode_cannot_carry_is_reported_and_the_tool_still_checks_it(
     assert ("createOrder", "/properties/website/anyOf/0/format") in dropped
     assert ("draw", "/properties/shape/oneOf") in dropped
     # The daemon still validates the call against the original model.
-    from definitions_catalog import catalog_tool
+    from tests.definitions_catalog import catalog_tool
 
     sku_too_short = {
         "customer_id": "c1",
@@ -232,7 +232,7 @@ def test_a_tool_strict_mode_cannot_express_is_sent_non_strict_and_reported() -> 
 
 def test_arguments_a_strict_model_sends_for_omitted_optionals_are_accepted() -> None:
     """Strict mode sends every property; null for an optional one means "not given"."""
-    from definitions_catalog import catalog_tool
+    from tests.definitions_catalog import catalog_tool
 
     definitions = by_name(quiet_definitions(catalog(), "openai-strict"))
     arguments = {
