@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["admits_null", "close_objects", "inline_root_ref", "omit_null_optionals", "resolve"]
+__all__ = ["admits_null", "close_objects", "inline_root_ref", "resolve"]
 
 MAX_REF_HOPS = 32
 """References followed in a row before a schema is treated as unknown (a ``$ref`` cycle)."""
@@ -128,71 +128,3 @@ def admits_null(node: Any, root: Any) -> bool:
         if key in node and not any(admits_null(branch, root) for branch in node[key]):
             return False
     return all(admits_null(part, root) for part in node.get("allOf") or ())
-
-
-def omit_null_optionals(value: Any, schema: dict[str, Any]) -> Any:
-    """``value`` without the ``null`` given for optional properties that do not accept null.
-
-    A model API in strict mode (OpenAI's) must send every property, so an optional argument
-    it means to leave out arrives as ``null``. Taking such a ``null`` as "not given" lets the
-    default apply, and keeps validating everything else against the original schema.
-    Returns ``value`` itself when nothing was omitted.
-    """
-    return _omit(value, schema, schema)
-
-
-def _object_branch(node: Any, root: Any) -> dict[str, Any] | None:
-    node = resolve(node, root)
-    if not isinstance(node, dict):
-        return None
-    if isinstance(node.get("properties"), dict) or isinstance(node.get("additionalProperties"), dict):
-        return node
-    branches = [resolve(b, root) for b in (node.get("anyOf") or node.get("oneOf") or ())]
-    objects = [b for b in branches if isinstance(b, dict) and isinstance(b.get("properties"), dict)]
-    # With several object branches, which one the value meant is the validator's call.
-    return objects[0] if len(objects) == 1 else None
-
-
-def _array_items(node: Any, root: Any) -> Any:
-    node = resolve(node, root)
-    if not isinstance(node, dict):
-        return None
-    if isinstance(node.get("items"), dict):
-        return node["items"]
-    branches = [resolve(b, root) for b in (node.get("anyOf") or node.get("oneOf") or ())]
-    arrays = [b for b in branches if isinstance(b, dict) and isinstance(b.get("items"), dict)]
-    return arrays[0]["items"] if len(arrays) == 1 else None
-
-
-def _omit(value: Any, node: Any, root: Any) -> Any:
-    if isinstance(value, dict):
-        shape = _object_branch(node, root)
-        if shape is None:
-            return value
-        properties: dict[str, Any] = shape.get("properties") or {}
-        required = set(shape.get("required") or ())
-        extra = shape.get("additionalProperties")
-        result: dict[str, Any] | None = None
-        for key, item in value.items():
-            sub = properties.get(key, extra if isinstance(extra, dict) else None)
-            if item is None and key in properties and key not in required:
-                if not admits_null(sub, root):
-                    result = dict(value) if result is None else result
-                    del result[key]
-                continue
-            if sub is None:
-                continue
-            new = _omit(item, sub, root)
-            if new is not item:
-                result = dict(value) if result is None else result
-                result[key] = new
-        return value if result is None else result
-    if isinstance(value, list):
-        items = _array_items(node, root)
-        if items is None:
-            return value
-        new_items = [_omit(item, items, root) for item in value]
-        if all(new is old for new, old in zip(new_items, value, strict=True)):
-            return value
-        return new_items
-    return value

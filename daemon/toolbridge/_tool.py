@@ -12,6 +12,7 @@ Three ways to make a tool:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge._json import canonical
+from toolbridge._nulls import NullOmission
 from toolbridge._schema import Schema, SchemaValidationError, schema_from
-from toolbridge._schema_walk import omit_null_optionals
 from toolbridge._signature import FunctionSignature, describe, read_signature
 
 if TYPE_CHECKING:
@@ -76,7 +77,12 @@ class BoundCall:
 
     args: list[Any]
     kwargs: dict[str, Any]
-    input: Any  # what hooks see and the journal records, as plain JSON data
+    make_input: Callable[[], Any] = field(repr=False)
+
+    @functools.cached_property
+    def input(self) -> Any:
+        """The arguments as plain JSON data, for hooks; built only when one asks."""
+        return self.make_input()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,12 +115,12 @@ class Tool:
         """
         if self.kind == "function":
             if self.signature is None:
-                return BoundCall(positional, named, {"args": positional, "kwargs": named})
-            journal_input = {"args": positional, "kwargs": named} if named else positional
-            if named:
-                named = omit_null_optionals(named, self.signature.schema.json_schema)
+                return BoundCall(positional, named, lambda: {"args": positional, "kwargs": named})
+            given = {"args": positional, "kwargs": named} if named else positional
+            if named and self._nulls is not None:
+                named = self._nulls.apply(named)
             args, kwargs = self.signature.bind(positional, named)
-            return BoundCall(args, kwargs, journal_input)
+            return BoundCall(args, kwargs, lambda: given)
         if positional and named:
             raise SchemaValidationError([("", "pass named arguments or one object, not both")])
         if len(positional) > 1:
@@ -129,24 +135,35 @@ class Tool:
             )
         raw: Any = positional[0] if positional else named
         if self.input_schema is None:
-            return BoundCall([raw], {}, raw)
+            return BoundCall([raw], {}, lambda: raw)
         given = raw
-        if not named_json or b"null" in named_json:  # the walk is only worth it if a null may be there
-            given = omit_null_optionals(raw, self.input_schema.json_schema)
+        if self._nulls is not None and (not named_json or b"null" in named_json):
+            given = self._nulls.apply(raw)
         # Validated from the bytes received when they are the whole input, as they usually are.
         text = named_json if named and named_json and given is raw else canonical(given)
-        value = self.input_schema.validate_json(text, strict=self.strict)
-        return BoundCall([value], {}, self.input_schema.to_jsonable(value))
+        schema = self.input_schema
+        value = schema.validate_json(text, strict=self.strict)
+        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
 
     def rebind(self, changed_input: Any) -> BoundCall:
         """Validate an input rewritten by ``on_start``."""
         if self.kind == "function":
             args = changed_input if isinstance(changed_input, list) else [changed_input]
             return self.bind(list(args), {}, b"")
-        if self.input_schema is None:
-            return BoundCall([changed_input], {}, changed_input)
-        value = self.input_schema.validate_python(changed_input, strict=False)
-        return BoundCall([value], {}, self.input_schema.to_jsonable(value))
+        schema = self.input_schema
+        if schema is None:
+            return BoundCall([changed_input], {}, lambda: changed_input)
+        value = schema.validate_python(changed_input, strict=False)
+        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
+
+    @functools.cached_property
+    def _nulls(self) -> NullOmission | None:
+        """Where a call may hold a null meaning "not given" (see :mod:`_nulls`); None if nowhere."""
+        schema = self.signature.schema if self.signature is not None else self.input_schema
+        if schema is None:
+            return None
+        omission = NullOmission(schema.json_schema)
+        return omission if omission.needed else None
 
     async def invoke(self, call: BoundCall, context: ToolContext) -> Any:
         """Run the handler once. Sync handlers run in a worker thread."""

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from toolbridge import tool
+from toolbridge._nulls import NullOmission, omit_null_optionals
 from toolbridge._schema import SchemaValidationError
-from toolbridge._schema_walk import admits_null, close_objects, inline_root_ref, omit_null_optionals
+from toolbridge._schema_walk import admits_null, close_objects, inline_root_ref
 from toolbridge._tool import BoundCall, Tool
 
 
@@ -199,3 +200,24 @@ def test_inline_root_ref_gives_recursive_models_an_object_root() -> None:
     inlined = inline_root_ref(schema)
     assert inlined["type"] == "object"
     assert inlined["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+
+
+def test_the_null_plan_is_compiled_once_and_skips_schemas_with_nothing_to_drop() -> None:
+    class AllRequired(BaseModel):
+        name: str
+        tags: list[str]
+        note: str | None = None  # optional, but null is a value it accepts
+
+    assert not NullOmission(AllRequired.model_json_schema()).needed
+    assert NullOmission(Basket.model_json_schema()).needed
+
+    class Tree(BaseModel):
+        label: str
+        weight: int = 1
+        children: list[Tree] = []
+
+    plan = NullOmission(Tree.model_json_schema())  # recursive: the plan refers to itself
+    leaf: dict[str, Any] = {"label": "c", "weight": None}
+    deep = {"label": "a", "children": [{"label": "b", "children": [leaf]}]}
+    assert plan.apply(deep) == {"label": "a", "children": [{"label": "b", "children": [{"label": "c"}]}]}
+    assert leaf == {"label": "c", "weight": None}  # not modified in place
