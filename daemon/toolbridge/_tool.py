@@ -245,14 +245,22 @@ class _ToolFactory:
             input: A pydantic model (or type) or a JSON Schema dict for the arguments.
                 Without one, the tool takes any object.
             output: A pydantic model (or type) or a JSON Schema dict the result must match.
-            strict: Pydantic strict mode with extra fields forbidden (the default).
-                ``False`` allows extra fields and lax coercion.
+            strict: Pydantic strict mode, and no fields beyond those the schema declares,
+                at any depth (the default). ``False`` allows lax coercion (``"2"`` for
+                ``2``) and passes extra fields through to ``run``. Either way a call that
+                does not validate gets a ``ValidationError`` naming each field, and ``run``
+                does not run.
             at_most_once: Never run the tool twice for one call: a call interrupted by a
                 crash fails with ``StepInterrupted`` on replay instead of running again.
             attempts: Tries in all before a failure is final; defaults to
                 ``ToolOptions.attempts``.
-            on_start: ``on_start(input)`` may return a changed input, or raise to refuse.
-            on_finish: ``on_finish(result)`` may return a changed result.
+            on_start: ``on_start(input)``, sync or async, gets the validated input as JSON
+                data before ``run``: it may return a changed input (validated again), return
+                ``None`` to keep it, or raise to refuse the call (a ``ToolError`` reaches the
+                sandbox as raised; any other exception as a generic ``Refused`` error).
+            on_finish: ``on_finish(result)``, sync or async, gets what ``run`` returned and
+                may return a changed result (which must still match ``output``), or raise
+                to fail the call. Both hooks are journaled with the call's step.
             requires_confirmation: Marks the tool, in its definitions, as one a person
                 should confirm before it runs.
 

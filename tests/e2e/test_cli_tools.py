@@ -261,3 +261,26 @@ def test_definitions_says_on_stderr_what_the_format_cannot_express(tmp_path: Pat
         "free-form keys cannot be expressed in OpenAI strict mode, so this tool is sent with strict: false\n"
     )
     assert toolbridge(tmp_path, "definitions", "tags:bridge", "--format", "gemini").code == 2
+
+
+def test_a_failed_call_on_a_bridge_without_a_journal_claims_no_record(tmp_path: Path) -> None:
+    (tmp_path / "bare.py").write_text(
+        textwrap.dedent(
+            """
+            from toolbridge import Bridge
+
+            bridge = Bridge(journal=None)
+
+            @bridge.tool
+            def double(n: int) -> int:
+                return 2 * n
+            """
+        )
+    )
+    assert json.loads(toolbridge(tmp_path, "call", "bare:bridge", "double", "--input", "[21]").stdout) == 42
+    failed = toolbridge(tmp_path, "call", "bare:bridge", "double", "--input", '["many"]')
+    assert failed.code == 1
+    assert failed.stderr.splitlines() == [
+        "toolbridge: double failed: ValidationError: invalid arguments: /n: Input should be a valid "
+        "integer, unable to parse string as an integer"
+    ]
