@@ -160,8 +160,8 @@ def _add(parent: Tree, node: TraceNode) -> None:
 
 
 def _add_attempt(parent: Tree, attempt: dict[str, Any]) -> None:
-    if "attempt" not in attempt:  # a hook's record
-        parent.add(Text(f"{attempt.get('hook', 'hook')}: {_cut(str(attempt.get('error', '')))}", style="red"))
+    if "attempt" not in attempt:  # a lifecycle hook's record (see _hooks.py)
+        parent.add(_hook_line(attempt))
         return
     finished = attempt.get("finished_at")
     took = None if finished is None else finished - attempt["started_at"]
@@ -173,6 +173,21 @@ def _add_attempt(parent: Tree, attempt: dict[str, Any]) -> None:
         if error.get("error_id"):
             line.append(f"  ({error['error_id']})", style="dim")
     parent.add(line)
+
+
+def _hook_line(entry: dict[str, Any]) -> Text:
+    hook = entry.get("hook", "hook")
+    error = entry.get("error")
+    if isinstance(error, dict):
+        detail = error.get("exception") or f"{error.get('type')}: {error.get('message')}"
+        return Text(f"{hook}: {_cut(detail)}", style="red")
+    if "input" in entry:
+        return Text(f"{hook}: changed the input to {_cut(json.dumps(entry['input']))}", style="yellow")
+    if "tool_result" in entry:
+        return Text(
+            f"{hook}: replaced the tool's result {_cut(json.dumps(entry['tool_result']))}", style="yellow"
+        )
+    return Text(f"{hook}: kept it as it was", style="dim")
 
 
 def _console() -> Console:

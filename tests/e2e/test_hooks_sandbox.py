@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from toolbridge import Bridge, ToolError, tool
+from toolbridge._cli import main
 from toolbridge._journal import SQLiteJournal
 from toolbridge._records import StepRecord
 
@@ -192,3 +195,32 @@ async def test_a_replayed_call_returns_the_recorded_answer_without_running_the_h
         again = await second.call_tool("transfer", {"amount": 1, "currency": "usd"}, run_id="replay-1")
     assert again == answer
     assert calls == ["on_start", "tool", "on_finish"]
+
+
+async def test_the_trace_shows_what_each_hook_did(
+    journal_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse_big(given: dict[str, Any]) -> dict[str, Any]:
+        if given["amount"] > 100:
+            raise ToolError("too much", type="LimitExceeded")
+        return {**given, "currency": "EUR"}
+
+    tools = {
+        "transfer": tool.step(
+            input=Transfer,
+            run=lambda args: args.model_dump(),
+            on_start=refuse_big,
+            on_finish=lambda result: {**result, "receipt": "r-1"},
+        )
+    }
+    async with Bridge(journal=journal_path, tools=tools) as bridge:
+        await bridge.call_tool("transfer", {"amount": 1, "currency": "usd"}, run_id="traced")
+        with pytest.raises(ToolError):
+            await bridge.call_tool("transfer", {"amount": 500, "currency": "usd"}, run_id="traced")
+    capsys.readouterr()
+    # The CLI runs its own event loop: give it a thread, as a separate process would have.
+    assert await asyncio.to_thread(main, ["trace", "traced", "--journal", str(journal_path)]) == 0
+    shown = capsys.readouterr().out
+    assert 'on_start: changed the input to {"amount": 1, "currency": "EUR"}' in shown
+    assert """on_finish: replaced the tool's result {"amount": 1, "currency": "EUR"}""" in shown
+    assert "on_start: LimitExceeded: too much" in shown
