@@ -12,6 +12,7 @@ schema, so a dropped constraint is enforced on the call, only not described to t
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -163,8 +164,8 @@ def _drop_root_keywords(
     return {key: value for key, value in schema.items() if key not in refused}, dropped
 
 
-def _description(tool: Tool, *, with_confirmation: bool) -> str:
-    if not (with_confirmation and tool.requires_confirmation):
+def _description(tool: Tool) -> str:
+    if not tool.requires_confirmation:
         return tool.description
     return f"{tool.description}\n\n{CONFIRMATION_NOTE}" if tool.description else CONFIRMATION_NOTE
 
@@ -172,15 +173,22 @@ def _description(tool: Tool, *, with_confirmation: bool) -> str:
 def build_definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") -> BuiltDefinition:
     """One tool's definition in ``format``, with what the format could not carry.
 
+    The definition is a copy: changing it (adding ``cache_control``, say) leaves the tool's
+    own schema, which validates its calls, as it was.
+
     Raises:
         ValueError: for an unknown format, or a tool whose input is not an object.
     """
-    format = check_format(format)
+    built = _build(name, tool, check_format(format))
+    return BuiltDefinition(copy.deepcopy(built.definition), built.dropped)
+
+
+def _build(name: str, tool: Tool, format: DefinitionFormat) -> BuiltDefinition:
     schema = model_input_schema(name, tool)
     if format == "mcp":
         return _mcp(name, tool, schema)
     schema, dropped = _drop_root_keywords(name, schema, format)
-    description = _description(tool, with_confirmation=True)
+    description = _description(tool)
     if format == "anthropic":
         return BuiltDefinition(
             {"name": name, "description": description, "input_schema": schema}, tuple(dropped)

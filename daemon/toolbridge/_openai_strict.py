@@ -124,9 +124,9 @@ class _Rewriter:
             raise NotStrictCompatibleError(pointer, "a schema that is true or false")
         for key in _SILENTLY_REMOVED:
             node.pop(key, None)
+        union = self._composition(node, pointer)  # first: a lone allOf brings in more keywords
         self._constraints(node, pointer)
         self._default(node)
-        union = self._composition(node, pointer)
         for key in ("$defs", "definitions"):
             if isinstance(node.get(key), dict):
                 node[key] = {n: self.node(d, _pointer(pointer, key, n)) for n, d in node[key].items()}

@@ -390,3 +390,32 @@ def test_a_tool_whose_input_is_not_an_object_is_refused_by_name() -> None:
 def test_invalid_tool_names_are_refused() -> None:
     with pytest.raises(ValueError, match="invalid tool name 'get-customer'"):
         tool_definitions({"get-customer": lambda: None})
+
+
+def test_strict_mode_unwraps_a_lone_all_of_and_checks_what_it_brought() -> None:
+    wrapped = {
+        "type": "object",
+        "properties": {
+            "code": {"allOf": [{"type": "string", "maxLength": 4}], "description": "A short code"}
+        },
+        "required": ["code"],
+    }
+    with pytest.warns(DefinitionWarning, match="maxLength"):
+        definitions = tool_definitions(
+            {"t": tool.step(input=wrapped, run=lambda a: a)}, format="openai-strict"
+        )
+    assert definitions[0]["parameters"]["properties"]["code"] == {
+        "type": "string",
+        "description": "A short code",
+    }
+    assert [d.pointer for d in definitions.dropped] == ["/properties/code/maxLength"]
+
+
+def test_changing_a_definition_leaves_the_tool_as_it_was() -> None:
+    lax = tool.step(input=REFUND_INPUT, strict=False, run=lambda a: a)
+    for format in FORMATS:
+        definition = quiet_definitions({"refund": lax}, format)[0]
+        input_schema(definition, format)["properties"]["amount_cents"]["minimum"] = 1000
+    again = tool_definitions({"refund": lax})[0]["input_schema"]
+    assert again["properties"]["amount_cents"]["minimum"] == 1
+    assert lax.bind([], {"payment_id": "pay_1", "amount_cents": 5}, b"").input["amount_cents"] == 5
