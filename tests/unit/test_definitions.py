@@ -419,3 +419,33 @@ def test_changing_a_definition_leaves_the_tool_as_it_was() -> None:
     again = tool_definitions({"refund": lax})[0]["input_schema"]
     assert again["properties"]["amount_cents"]["minimum"] == 1
     assert lax.bind([], {"payment_id": "pay_1", "amount_cents": 5}, b"").input["amount_cents"] == 5
+
+
+def test_a_durable_function_has_a_definition_from_its_trigger_schema(journal_path: Path) -> None:
+    from toolbridge import Bridge, FunctionContext, event_type
+
+    class RefundRequested(BaseModel):
+        order_id: str = Field(description="The order to refund")
+
+    bridge = Bridge(journal=journal_path)
+
+    @bridge.function(
+        id="refund", trigger=event_type("order/refund", schema=RefundRequested), description="Refund"
+    )
+    async def refund(ctx: FunctionContext) -> str:
+        return "ok"
+
+    @bridge.function(id="ping")
+    async def ping(ctx: FunctionContext) -> str:
+        return "pong"
+
+    definitions = by_name(tool_definitions({"refund": refund, "ping": ping}))
+    schema = definitions["refund"]["input_schema"]
+    assert definitions["refund"]["description"] == "Refund"
+    assert schema["properties"] == {"order_id": {"description": "The order to refund", "type": "string"}}
+    assert "additionalProperties" not in schema  # the function ignores fields it does not know
+    assert definitions["ping"]["input_schema"] == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": True,
+    }
