@@ -25,6 +25,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from toolbridge._runtime_node import build_node_path, node_environment
+
 RUNTIME_FORMAT = "1"
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
@@ -37,13 +39,16 @@ class SandboxRuntime:
         root: The cached runtime directory.
         bin_dir: Put first on the command's PATH; holds ``python`` and ``python3``.
         base_prefix: The interpreter installation the virtual environment points at.
-        node_path: A directory for ``NODE_PATH`` holding the Node client, when available.
+        node_path: A directory for ``NODE_PATH`` holding the Node client ``inngest_tools``
+            (or a stand-in that fails with ``node_problem``).
+        node_problem: Why the Node client is missing, or ``None`` when it is there.
     """
 
     root: Path
     bin_dir: Path
     base_prefix: Path
     node_path: Path | None = None
+    node_problem: str | None = None
 
     @property
     def path(self) -> str:
@@ -57,6 +62,11 @@ class SandboxRuntime:
         if self.node_path is not None:
             paths.append(self.node_path)
         return paths
+
+    @property
+    def node_environment(self) -> dict[str, str]:
+        """What Node needs to find the client: ``NODE_PATH``, and a hook in ``NODE_OPTIONS``."""
+        return {} if self.node_path is None else node_environment(self.node_path)
 
 
 CLIENT_DISTRIBUTION = "inngest-tools"
@@ -142,8 +152,17 @@ def default_cache_dir() -> Path:
 
 
 def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) -> SandboxRuntime:
-    """Build (or reuse) the sandbox runtime. Safe to call from several processes at once."""
+    """Build (or reuse) the sandbox runtime. Safe to call from several processes at once.
+
+    Args:
+        cache_dir: Where runtimes are cached (``default_cache_dir()``).
+        node_path: A ready ``NODE_PATH`` directory; by default the Node client is found and
+            copied into the cache (see :mod:`toolbridge._runtime_node`).
+    """
     cache_dir = cache_dir or default_cache_dir()
+    node_problem = None
+    if node_path is None:
+        node_path, node_problem = build_node_path(cache_dir)
     client = _client_dir()
     dependencies = _dependency_closure(CLIENT_DISTRIBUTION)
     root = cache_dir / f"py-{_fingerprint(client, dependencies)}"
@@ -167,4 +186,6 @@ def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) 
                 shutil.rmtree(scratch, ignore_errors=True)
     with contextlib.suppress(OSError):
         root.chmod(0o755)
-    return SandboxRuntime(root=root, bin_dir=root / "bin", base_prefix=base_prefix, node_path=node_path)
+    return SandboxRuntime(
+        root=root, bin_dir=root / "bin", base_prefix=base_prefix, node_path=node_path, node_problem=node_problem
+    )

@@ -93,11 +93,13 @@ def _environment(services: Services, token: str, extra: Mapping[str, str] | None
         "TOOLBRIDGE_ADDRESS": services.address,
         "TOOLBRIDGE_TOKEN": token,
     }
-    if runtime.node_path is not None:
-        env["NODE_PATH"] = str(runtime.node_path)
+    env.update(runtime.node_environment)
     for name, value in (extra or {}).items():
         if not isinstance(name, str) or not isinstance(value, str):
             raise TypeError("env= must map strings to strings")
+        # Node options given by the caller come after the daemon's (its module hook).
+        if name == "NODE_OPTIONS" and "NODE_OPTIONS" in env:
+            value = f"{env[name]} {value}"
         env[name] = value
     return env
 
@@ -294,11 +296,11 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
     ) -> Any:
         """Run a TypeScript snippet under Node as a durable step; see :meth:`python`."""
-        runner = self._services.runtime.node_path
-        if runner is None:
+        runtime = self._services.runtime
+        runner = runtime.node_path
+        if runner is None or runtime.node_problem is not None:
             raise SandboxError(
-                "the Node client is not available: install the Node client "
-                "(npm ci in clients/node) to run TypeScript snippets"
+                f"cannot run TypeScript snippets: {runtime.node_problem or 'the Node client is not set up'}"
             )
         return await self._snippet(
             "typescript",

@@ -1,0 +1,88 @@
+"use strict";
+// `tools`, `definitions` and the process's one connection, opened at the first call.
+
+const { ToolError } = require("./errors");
+const { FORMATS, decodeDefinitions, decodeStreamAnswer, encodeArguments } = require("./wire");
+
+const ADDRESS_VARIABLE = "TOOLBRIDGE_ADDRESS";
+const TOKEN_VARIABLE = "TOOLBRIDGE_TOKEN";
+
+let connection = null;
+
+function currentConnection() {
+  if (connection !== null) return connection;
+  const address = process.env[ADDRESS_VARIABLE] ?? "";
+  const token = process.env[TOKEN_VARIABLE] ?? "";
+  if (!address || !token) {
+    throw new ToolError(
+      `not connected to a toolbridge daemon: ${ADDRESS_VARIABLE} and ${TOKEN_VARIABLE} are not set; ` +
+        "run this code through step.sandbox, or set them to the address and token a host minted " +
+        "for this sandbox",
+      { type: "NotConfigured" },
+    );
+  }
+  // Loaded here, not at require time: a script that never calls a tool does not pay for gRPC.
+  const { Connection } = require("./connection");
+  connection = new Connection(address, token);
+  return connection;
+}
+
+/** Call the tool `name` with positional arguments; `tools.name(...)` is the same call. */
+async function call(name, ...args) {
+  const [positional, named] = encodeArguments(args);
+  const answer = await currentConnection().call(name, positional, named);
+  return decodeStreamAnswer(answer);
+}
+
+/**
+ * The definitions of this command's tools, in a model API's format.
+ * @param {"anthropic" | "openai" | "openai-strict" | "mcp"} [format]
+ */
+async function definitions(format = "anthropic") {
+  if (!Object.hasOwn(FORMATS, format)) {
+    throw new TypeError(`unknown format ${JSON.stringify(format)}; use one of ${Object.keys(FORMATS).join(", ")}`);
+  }
+  return decodeDefinitions(await currentConnection().listTools(FORMATS[format]));
+}
+
+/** Close the connection (for tests and long-lived hosts); the next call opens a new one. */
+function close() {
+  if (connection !== null) {
+    connection.close();
+    connection = null;
+  }
+}
+
+const INSPECT = Symbol.for("nodejs.util.inspect.custom");
+
+function makeTools() {
+  const callers = new Map();
+  return new Proxy(Object.create(null), {
+    get(_target, property) {
+      if (property === INSPECT) return () => "[inngest_tools.tools]";
+      // Not a tool: `then` would make `tools` look like a promise to `await`.
+      if (typeof property !== "string" || property === "then") return undefined;
+      let caller = callers.get(property);
+      if (caller === undefined) {
+        caller = (...args) => call(property, ...args);
+        Object.defineProperty(caller, "name", { value: property });
+        callers.set(property, caller);
+      }
+      return caller;
+    },
+    set() {
+      return false;
+    },
+    defineProperty() {
+      return false;
+    },
+    deleteProperty() {
+      return false;
+    },
+  });
+}
+
+/** `tools.name(...)` calls the host tool `name`; `tools["name"](...)` works too. */
+const tools = makeTools();
+
+module.exports = { call, close, definitions, tools };

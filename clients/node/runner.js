@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+"use strict";
+// `node runner.js SNIPPET.ts`: run a TypeScript snippet with `tools` defined, top-level
+// `await` and `return` (what `step.sandbox.typescript` runs).
+//
+// The snippet is transpiled (types stripped, not checked) into the body of an async function
+// taking `tools`, `ToolError` and `definitions`; stack traces point into the snippet through
+// an inline source map. The JSON of the returned value goes to the file named by
+// TOOLBRIDGE_RESULT_PATH (stdout without it). Exit codes: 0 done, 1 the snippet threw or does
+// not compile, 2 usage, 3 the returned value is not JSON.
+
+const fs = require("node:fs");
+const path = require("node:path");
+const Module = require("node:module");
+const util = require("node:util");
+const { ToolError, definitions, tools } = require("./index.js");
+const { strictJSON } = require("./lib/wire");
+
+const PARAMETERS = "tools, ToolError, definitions";
+const SOURCE_MAP_COMMENT = /\n\/\/# sourceMappingURL=[^\n]*\s*$/;
+
+class SnippetSyntaxError extends SyntaxError {}
+
+function transpile(source, filename) {
+  const ts = require("typescript");
+  const output = ts.transpileModule(source, {
+    fileName: path.basename(filename),
+    reportDiagnostics: true,
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      esModuleInterop: true,
+      inlineSourceMap: true,
+      inlineSources: true,
+    },
+  });
+  if (output.diagnostics.length > 0) {
+    const problems = output.diagnostics.map((diagnostic) => {
+      const text = ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n");
+      if (diagnostic.file === undefined || diagnostic.start === undefined) return text;
+      const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
+      return `${filename}:${line + 1}:${character + 1}: ${text} (TS${diagnostic.code})`;
+    });
+    throw new SnippetSyntaxError(`the snippet does not compile:\n${problems.join("\n")}`);
+  }
+  return output.outputText;
+}
+
+/** The snippet as an async function of (tools, ToolError, definitions). */
+function compile(source, filename) {
+  const code = transpile(source, filename);
+  const map = SOURCE_MAP_COMMENT.exec(code);
+  const body = map === null ? code : code.slice(0, map.index);
+  // The wrapper opens on the snippet's first line, so lines keep their numbers; the source
+  // map stays the file's last line, where Node looks for it.
+  const wrapped = `module.exports = async function snippet(${PARAMETERS}) {${body}\n};${map === null ? "" : map[0]}`;
+  const snippet = new Module(filename, null);
+  snippet.filename = filename;
+  snippet.paths = Module._nodeModulePaths(path.dirname(filename));
+  // Module#_compile is how CommonJS compiles a file (and registers its source map); it gives
+  // the snippet a real `require` resolving from its own folder.
+  snippet._compile(wrapped, filename);
+  return snippet.exports;
+}
+
+function describe(error) {
+  if (error instanceof SnippetSyntaxError) return error.message;
+  if (error instanceof ToolError) {
+    return `${util.inspect(error)}\nToolError: ${error.type}: ${error.message}`;
+  }
+  if (error instanceof Error) return `${util.inspect(error)}\n${error.name}: ${error.message}`;
+  return `the snippet threw a non-Error value: ${util.inspect(error)}`;
+}
+
+async function main(argv) {
+  if (argv.length !== 1) {
+    process.stderr.write("usage: node runner.js SNIPPET\n");
+    return 2;
+  }
+  process.setSourceMapsEnabled(true);
+  const filename = path.resolve(argv[0]);
+  const snippet = compile(fs.readFileSync(filename, "utf8"), filename);
+  const value = await snippet(tools, ToolError, definitions);
+  let text;
+  try {
+    text = strictJSON(value);
+  } catch (error) {
+    process.stderr.write(`the snippet returned a value that is not JSON: ${error.message}\n`);
+    return 3;
+  }
+  const resultPath = process.env.TOOLBRIDGE_RESULT_PATH;
+  if (resultPath) fs.writeFileSync(resultPath, text, "utf8");
+  else process.stdout.write(`${text}\n`);
+  return 0;
+}
+
+// Exit as soon as the snippet is done, as Python's asyncio.run does: whatever it left
+// running (timers, servers, calls it did not await) ends with it.
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`${describe(error)}\n`);
+    process.exit(1);
+  },
+);
