@@ -57,11 +57,13 @@ const INSPECT = Symbol.for("nodejs.util.inspect.custom");
 
 function makeTools() {
   const callers = new Map();
-  return new Proxy(Object.create(null), {
+  // util.inspect looks at a proxy's target, not through its traps.
+  const target = Object.create(null, { [INSPECT]: { value: () => "[inngest_tools.tools]" } });
+  return new Proxy(target, {
     get(_target, property) {
-      if (property === INSPECT) return () => "[inngest_tools.tools]";
+      if (typeof property === "symbol") return target[property];
       // Not a tool: `then` would make `tools` look like a promise to `await`.
-      if (typeof property !== "string" || property === "then") return undefined;
+      if (property === "then") return undefined;
       let caller = callers.get(property);
       if (caller === undefined) {
         caller = (...args) => call(property, ...args);

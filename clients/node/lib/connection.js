@@ -27,6 +27,11 @@ const CHANNEL_OPTIONS = {
   "grpc.max_send_message_length": TRANSPORT_MESSAGE_LIMIT,
 };
 
+/** The ToolError for a failed RPC (a grpc-js ServiceError or a status). */
+function rpcError({ code, details }) {
+  return statusError(code, details || grpc.status[code] || `gRPC status ${code}`);
+}
+
 function closedError() {
   return new ToolError("the connection to the daemon closed", { type: "Unavailable", retryable: true });
 }
@@ -72,7 +77,7 @@ class Connection {
   listTools(format) {
     return new Promise((resolve, reject) => {
       this._client.ListTools({ format }, this._metadata, (error, response) => {
-        if (error) reject(statusError(error.code, error.details));
+        if (error) reject(rpcError(error));
         else resolve(response);
       });
     });
@@ -96,7 +101,7 @@ class Connection {
     stream.duplex.on("error", () => {});
     stream.duplex.on("status", (status) => {
       if (this._stream === stream) this._stream = null;
-      this._fail(stream, status.code === grpc.status.OK ? closedError() : statusError(status.code, status.details));
+      this._fail(stream, status.code === grpc.status.OK ? closedError() : rpcError(status));
     });
     this._stream = stream;
     return stream;

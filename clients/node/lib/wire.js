@@ -30,7 +30,7 @@ const EMPTY = Buffer.alloc(0);
  */
 function statusError(code, message) {
   const [type, retryable] = STATUS_TYPES.get(code) ?? ["ProtocolError", false];
-  return new ToolError(message || `gRPC status ${code}`, { type, retryable });
+  return new ToolError(message, { type, retryable });
 }
 
 // JSON.stringify quietly turns NaN and Infinity into null and drops functions; the Python

@@ -66,12 +66,38 @@ def encode_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[byt
     return (encode(list(args)) if args else b"", encode(kwargs) if kwargs else b"")
 
 
+def stream_request(call_id: int, name: str, positional: bytes, named: bytes) -> pb.CallToolStreamRequest:
+    """The ``CallToolStreamRequest`` for one call, arguments already encoded."""
+    return pb.CallToolStreamRequest(
+        call_id=call_id,
+        call=pb.CallToolRequest(tool_name=name, positional_arguments_json=positional, named_arguments_json=named),
+    )
+
+
 def decode_response(response: Any) -> Any:
     """The result of a ``CallToolResponse``, or the ``ToolError`` it carries, raised."""
-    if response.WhichOneof("outcome") == "error":
+    outcome = response.WhichOneof("outcome")
+    if outcome == "error":
         error = response.error
         raise ToolError(error.message, type=error.type, retryable=error.retryable, error_id=error.error_id)
+    if outcome != "result_json":
+        raise ToolError("the daemon answered with neither a result nor an error", type="ProtocolError")
     return json.loads(response.result_json)
+
+
+def decode_stream_answer(answer: Any) -> Any:
+    """The result of a ``CallToolStreamResponse``, or the ``ToolError`` it means, raised."""
+    kind = answer.WhichOneof("answer")
+    if kind == "status":
+        raise _status_error(answer.status.code, answer.status.message)
+    if kind != "response":
+        raise ToolError("the daemon answered a call with nothing", type="ProtocolError")
+    return decode_response(answer.response)
+
+
+def decode_definitions(response: Any) -> list[dict[str, Any]]:
+    """The definitions listed in a ``ListToolsResponse``."""
+    return [json.loads(entry.definition_json) for entry in response.tools]
 
 
 class _Connection:
@@ -103,12 +129,8 @@ class _Connection:
         try:
             async for answer in stream:
                 future = self._pending.pop(answer.call_id, None)
-                if future is None or future.done():
-                    continue
-                if answer.WhichOneof("answer") == "status":
-                    future.set_exception(_status_error(answer.status.code, answer.status.message))
-                else:
-                    future.set_result(answer.response)
+                if future is not None and not future.done():
+                    future.set_result(answer)
             failure = ToolError("the connection to the daemon closed", type="Unavailable", retryable=True)
         except grpc.RpcError as exc:
             failure = _rpc_error(exc)
@@ -126,12 +148,7 @@ class _Connection:
         call_id = next(self._ids)
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
-        request = pb.CallToolStreamRequest(
-            call_id=call_id,
-            call=pb.CallToolRequest(
-                tool_name=name, positional_arguments_json=positional, named_arguments_json=named
-            ),
-        )
+        request = stream_request(call_id, name, positional, named)
         try:
             async with self._write_lock:
                 await self._open_stream().write(request)
@@ -177,8 +194,8 @@ def _connection() -> _Connection:
 async def call(name: str, *args: Any, **kwargs: Any) -> Any:
     """Call the tool ``name``; ``tools.name(...)`` is the same call."""
     positional, named = encode_arguments(args, kwargs)
-    response = await _connection().call(name, positional, named)
-    return decode_response(response)
+    answer = await _connection().call(name, positional, named)
+    return decode_stream_answer(answer)
 
 
 async def definitions(format: str = "anthropic") -> list[dict[str, Any]]:
@@ -189,8 +206,7 @@ async def definitions(format: str = "anthropic") -> list[dict[str, Any]]:
     """
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
-    response = await _connection().list_tools(FORMATS[format])
-    return [json.loads(entry.definition_json) for entry in response.tools]
+    return decode_definitions(await _connection().list_tools(FORMATS[format]))
 
 
 class Tools:

@@ -1,0 +1,164 @@
+"use strict";
+// The client against a fake daemon: multiplexing, errors, reconnecting, closing when idle.
+
+const assert = require("node:assert/strict");
+const { spawn } = require("node:child_process");
+const path = require("node:path");
+const { once } = require("node:events");
+const { after, afterEach, before, test } = require("node:test");
+
+const { ToolError } = require("../index.js");
+const client = require("../lib/client");
+const { FakeDaemon, TOKEN } = require("./fake-daemon");
+
+let daemon;
+
+before(async () => {
+  daemon = new FakeDaemon();
+  await daemon.start();
+});
+
+after(async () => {
+  client.close();
+  await daemon.stop();
+});
+
+function connectTo(address, token = TOKEN) {
+  client.close();
+  process.env.TOOLBRIDGE_ADDRESS = address;
+  process.env.TOOLBRIDGE_TOKEN = token;
+}
+
+afterEach(() => client.close());
+
+async function rejectsWith(promise, expected) {
+  await assert.rejects(promise, (error) => {
+    assert.ok(error instanceof ToolError, `not a ToolError: ${error}`);
+    for (const [key, value] of Object.entries(expected)) {
+      if (value instanceof RegExp) assert.match(error[key], value, key);
+      else assert.equal(error[key], value, key);
+    }
+    return true;
+  });
+}
+
+test("positional arguments reach the tool and its result comes back", async () => {
+  connectTo(daemon.address);
+  assert.deepEqual(await client.tools.echo("cus_1", 2), ["cus_1", 2]);
+  assert.deepEqual(await client.tools.echo({ id: "cus_1" }), [{ id: "cus_1" }]);
+});
+
+test("calls share one stream and their answers may come back in any order", async () => {
+  connectTo(daemon.address);
+  const opened = daemon.streamsOpened;
+  const held = client.tools.hold();
+  await daemon.next("held");
+  assert.equal(await client.tools.release(), "released");
+  assert.equal(await held, "held");
+  const sequential = [];
+  for (let i = 0; i < 5; i += 1) sequential.push(await client.tools.echo(i));
+  assert.deepEqual(sequential, [[0], [1], [2], [3], [4]]);
+  assert.deepEqual(await Promise.all([client.tools.echo(1), client.tools.echo(2)]), [[1], [2]]);
+  assert.equal(daemon.streamsOpened, opened + 1);
+});
+
+test("a tool's error rejects with a ToolError carrying its type", async () => {
+  connectTo(daemon.address);
+  await rejectsWith(client.tools.fail(), { type: "Boom", message: "it failed", retryable: true, errorId: "err_1" });
+});
+
+test("a refused call fails alone and the stream goes on", async () => {
+  connectTo(daemon.address);
+  const opened = daemon.streamsOpened;
+  await rejectsWith(client.tools.nope(), { type: "ToolNotFound", message: "no tool named 'nope'" });
+  assert.deepEqual(await client.tools.echo(1), [1]);
+  assert.equal(daemon.streamsOpened, opened + 1);
+});
+
+test("a broken stream fails its calls as retryable and the next call reconnects", async () => {
+  connectTo(daemon.address);
+  const held = client.tools.hold();
+  await daemon.next("held");
+  const broken = client.tools.breakStream();
+  await rejectsWith(held, { type: "Unavailable", retryable: true, message: "the daemon went away" });
+  await rejectsWith(broken, { type: "Unavailable", retryable: true });
+  const opened = daemon.streamsOpened;
+  assert.deepEqual(await client.tools.echo("again"), ["again"]);
+  assert.equal(daemon.streamsOpened, opened + 1);
+});
+
+test("a stream the daemon ends fails the calls still in flight", async () => {
+  connectTo(daemon.address);
+  await rejectsWith(client.tools.endStream(), {
+    type: "Unavailable",
+    retryable: true,
+    message: "the connection to the daemon closed",
+  });
+  assert.deepEqual(await client.tools.echo(1), [1]);
+});
+
+test("the stream is closed once no call is in flight, and reopened by the next call", async () => {
+  connectTo(daemon.address);
+  assert.deepEqual(await client.tools.echo(1), [1]);
+  const ended = daemon.streamsEnded;
+  await daemon.next("stream-ended");
+  assert.equal(daemon.streamsEnded, ended + 1);
+  const opened = daemon.streamsOpened;
+  assert.deepEqual(await client.tools.echo(2), [2]);
+  assert.equal(daemon.streamsOpened, opened + 1);
+});
+
+test("a wrong token fails calls and definitions with Unauthenticated", async () => {
+  connectTo(daemon.address, "tb1.fake.wrong");
+  await rejectsWith(client.tools.echo(1), { type: "Unauthenticated", retryable: false });
+  await rejectsWith(client.definitions(), { type: "Unauthenticated" });
+});
+
+test("an address nobody serves fails with a retryable Unavailable", async () => {
+  connectTo(`unix:${path.join(daemon.dir, "nobody.sock")}`);
+  await rejectsWith(client.tools.echo(1), { type: "Unavailable", retryable: true });
+});
+
+test("definitions() asks for a format and parses the definitions", async () => {
+  connectTo(daemon.address);
+  const expected = [{ name: "echo", description: "Echo", input_schema: { type: "object" } }];
+  assert.deepEqual(await client.definitions(), expected);
+  assert.equal(daemon.lastFormat, 1);
+  for (const [format, value] of [["openai", 2], ["openai-strict", 3], ["mcp", 4]]) {
+    await client.definitions(format);
+    assert.equal(daemon.lastFormat, value);
+  }
+  await assert.rejects(client.definitions("gemini"), { name: "TypeError", message: /unknown format "gemini"/ });
+});
+
+test("without an address and a token, calls fail with NotConfigured", async () => {
+  connectTo("", "");
+  await rejectsWith(client.tools.echo(1), { type: "NotConfigured", message: /TOOLBRIDGE_ADDRESS/ });
+  await rejectsWith(client.definitions(), { type: "NotConfigured" });
+});
+
+test("arguments that are not JSON fail with InvalidArgument and nothing is sent", async () => {
+  connectTo(daemon.address);
+  const sent = daemon.requests.length;
+  for (const bad of [NaN, Infinity, () => 1, Symbol("s"), 10n, { nested: [1, -Infinity] }]) {
+    await rejectsWith(client.tools.echo(bad), { type: "InvalidArgument", message: /arguments must be JSON values/ });
+  }
+  assert.equal(daemon.requests.length, sent);
+});
+
+test("a script exits by itself once its last call is answered", async () => {
+  const script = `
+    const { tools } = require(${JSON.stringify(path.join(__dirname, "..", "index.js"))});
+    async function main() { console.log(JSON.stringify(await tools.echo("cus_1"))); }
+    main();
+  `;
+  const child = spawn(process.execPath, ["-e", script], {
+    env: { ...process.env, TOOLBRIDGE_ADDRESS: daemon.address, TOOLBRIDGE_TOKEN: TOKEN },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let stdout = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  const [code] = await once(child, "exit", { signal: AbortSignal.timeout(20000) });
+  assert.equal(code, 0);
+  assert.equal(stdout, '["cus_1"]\n');
+});
