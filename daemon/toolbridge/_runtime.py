@@ -187,5 +187,9 @@ def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) 
     with contextlib.suppress(OSError):
         root.chmod(0o755)
     return SandboxRuntime(
-        root=root, bin_dir=root / "bin", base_prefix=base_prefix, node_path=node_path, node_problem=node_problem
+        root=root,
+        bin_dir=root / "bin",
+        base_prefix=base_prefix,
+        node_path=node_path,
+        node_problem=node_problem,
     )

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 __all__ = ["NODE_CLIENT_VARIABLE", "build_node_path", "find_node_client", "node_environment"]
@@ -33,7 +33,7 @@ _REQUIRED_DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
 _CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
 
 
-class NodeClientMissing(Exception):
+class NodeClientMissingError(Exception):
     """The Node client cannot be given to sandboxes; the message says why and what to do."""
 
 
@@ -50,17 +50,17 @@ def find_node_client() -> Path:
     """The directory of the installed Node client.
 
     Raises:
-        NodeClientMissing: when there is none, or its dependencies are not installed.
+        NodeClientMissingError: when there is none, or its dependencies are not installed.
     """
     configured = os.environ.get(NODE_CLIENT_VARIABLE)
     client = Path(configured) if configured else _CHECKOUT_CLIENT
     if _package_name(client) != PACKAGE:
         if configured:
-            raise NodeClientMissing(
+            raise NodeClientMissingError(
                 f"{NODE_CLIENT_VARIABLE}={configured!r} is not the {PACKAGE} Node package "
                 "(no package.json naming it there)"
             )
-        raise NodeClientMissing(
+        raise NodeClientMissingError(
             f"the Node client ({PACKAGE} for Node) was not found: set {NODE_CLIENT_VARIABLE} "
             "to its directory (clients/node of a toolbridge checkout, after `npm ci` there)"
         )
@@ -70,7 +70,7 @@ def find_node_client() -> Path:
         if not (client / "node_modules" / name / "package.json").is_file()
     ]
     if missing:
-        raise NodeClientMissing(
+        raise NodeClientMissingError(
             f"the Node client in {client} has no dependencies installed (missing "
             f"{', '.join(missing)}): run `npm ci` in {client}"
         )
@@ -116,7 +116,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def _publish(cache_dir: Path, root: Path, fill: dict[Path, Path | str]) -> None:
+def _publish(cache_dir: Path, root: Path, fill: Mapping[Path, Path | str]) -> None:
     """Build ``root`` from ``fill`` (target -> source file or text) once, atomically."""
     if (root / "ready").exists():
         return
@@ -151,7 +151,13 @@ export async function resolve(specifier, context, nextResolve) {
 """
 
 
-def _stand_in(problem: str) -> dict[Path, Path | str]:
+_STAND_IN_HOOK = """\
+import { register } from "node:module";
+register("./resolve.mjs", import.meta.url);
+"""
+
+
+def _stand_in(problem: str) -> dict[Path, str]:
     message = json.dumps(f"inngest_tools is not available in this sandbox: {problem}")
     package = Path(PACKAGE)
     return {
@@ -160,9 +166,13 @@ def _stand_in(problem: str) -> dict[Path, Path | str]:
             f"const error = new Error({message});\n"
             'error.code = "TOOLBRIDGE_NODE_CLIENT_MISSING";\nthrow error;\n'
         ),
-        package / "index.mjs": 'import "./index.js";\n',
+        # The names exist so that linking an import succeeds and evaluation throws the reason.
+        package / "index.mjs": (
+            'import "./index.js";\nexport const tools = undefined, ToolError = undefined, '
+            "definitions = undefined;\nexport default undefined;\n"
+        ),
         package / "resolve.mjs": _STAND_IN_RESOLVE,
-        package / HOOK: 'import { register } from "node:module";\nregister("./resolve.mjs", import.meta.url);\n',
+        package / HOOK: _STAND_IN_HOOK,
     }
 
 
@@ -175,10 +185,12 @@ def build_node_path(cache_dir: Path) -> tuple[Path, str | None]:
     """
     try:
         client = find_node_client()
-    except NodeClientMissing as exc:
+    except NodeClientMissingError as exc:
         problem = str(exc)
-        root = cache_dir / f"node-missing-{hashlib.sha256(problem.encode()).hexdigest()[:16]}"
-        _publish(cache_dir, root, _stand_in(problem))
+        stand_in = _stand_in(problem)
+        digest = hashlib.sha256(json.dumps({str(k): v for k, v in stand_in.items()}).encode())
+        root = cache_dir / f"node-missing-{digest.hexdigest()[:16]}"
+        _publish(cache_dir, root, stand_in)
         return root, problem
     root = cache_dir / f"node-{_fingerprint(client)}"
     if not (root / "ready").exists():

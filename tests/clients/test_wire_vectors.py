@@ -26,7 +26,7 @@ from inngest_tools._proto import toolbridge_pb2 as pb
 VECTORS = json.loads((Path(__file__).parent.parent / "vectors" / "wire.json").read_text(encoding="utf-8"))
 
 
-def _named(section: str) -> Any:
+def _named(section: str) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("vector", VECTORS[section], ids=[v["name"] for v in VECTORS[section]])
 
 

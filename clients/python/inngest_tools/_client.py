@@ -70,7 +70,9 @@ def stream_request(call_id: int, name: str, positional: bytes, named: bytes) -> 
     """The ``CallToolStreamRequest`` for one call, arguments already encoded."""
     return pb.CallToolStreamRequest(
         call_id=call_id,
-        call=pb.CallToolRequest(tool_name=name, positional_arguments_json=positional, named_arguments_json=named),
+        call=pb.CallToolRequest(
+            tool_name=name, positional_arguments_json=positional, named_arguments_json=named
+        ),
     )
 
 

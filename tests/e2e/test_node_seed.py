@@ -1,0 +1,87 @@
+"""The seed's Node example, unchanged, against a real daemon and a real `node` process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolbridge import Bridge, tool
+
+# Copied verbatim from the seed (shared/seeds/000_*.txt): no import of ours, no exit call.
+SEED_AGENT = """
+// agent.js
+const { tools } = require("inngest_tools");
+
+async function main() {
+  const customer = await tools.getCustomer("cus_1");
+}
+
+main();
+"""
+
+CUSTOMERS = {"cus_1": {"name": "Acme", "seats": 12}}
+
+
+class CustomerId(BaseModel):
+    id: str
+
+
+class Customer(BaseModel):
+    name: str
+    seats: int
+
+
+async def test_seed_agent_runs_unchanged_against_a_plain_tool(
+    bridge: Bridge, script: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    script("agent.js", SEED_AGENT)
+    looked_up: list[str] = []
+
+    def get_customer(customer_id: str) -> dict[str, object]:
+        looked_up.append(customer_id)
+        return CUSTOMERS[customer_id]
+
+    async with bridge.run("order-42") as step:
+        result = await step.sandbox.commands.run(
+            "agent", "node agent.js", tools={"getCustomer": get_customer}, cwd=tmp_path
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.stopped is None
+    assert looked_up == ["cus_1"]
+    assert not (tmp_path / "node_modules").exists()
+
+
+async def test_named_call_reaches_a_step_tool_validated(
+    bridge: Bridge, script: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    script(
+        "agent.js",
+        """
+        const { tools } = require("inngest_tools");
+
+        async function main() {
+          const customer = await tools.getCustomer({ id: "cus_1" });
+          console.log(customer.name, customer.seats);
+        }
+
+        main();
+        """,
+    )
+    seen: list[CustomerId] = []
+
+    def run(args: CustomerId) -> dict[str, object]:
+        seen.append(args)
+        return CUSTOMERS[args.id]
+
+    get_customer = tool.step(
+        description="Look up a customer by ID", input=CustomerId, output=Customer, run=run
+    )
+    async with bridge.run("order-43") as step:
+        result = await step.sandbox.commands.run(
+            "agent", "node agent.js", tools={"getCustomer": get_customer}, cwd=tmp_path
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Acme 12\n"
+    assert seen == [CustomerId(id="cus_1")]
