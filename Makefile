@@ -4,7 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 NODE_CLIENT := clients/node
 
-.PHONY: demo test proto check-proto lint typecheck pytest bench clean
+NODE_DEPS := $(NODE_CLIENT)/node_modules/.package-lock.json
+
+.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,10 +14,21 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
 	touch $@
 
-demo: $(VENV)/.installed
+# The Node client's dependencies, exactly as locked, from the npm registry alone; no install
+# scripts (every dependency is plain JavaScript).
+$(NODE_DEPS): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json
+	cd $(NODE_CLIENT) && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+node-deps: $(NODE_DEPS)
+
+demo: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) examples/demo.py
 
-test: $(VENV)/.installed check-proto lint typecheck pytest
+test: $(VENV)/.installed check-proto lint typecheck node-test pytest
+
+node-test: $(NODE_DEPS)
+	cd $(NODE_CLIENT) && node --test test/
 
 proto: $(VENV)/.installed
 	$(PY) scripts/gen_proto.py
@@ -30,10 +43,10 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.installed
+pytest: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) -m pytest
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/call_latency.py
 	$(PY) bench/durability.py
 

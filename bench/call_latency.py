@@ -4,7 +4,8 @@ Each client runs as a real sandboxed command (``step.sandbox.commands.run``) cal
 ``echo`` tool through the daemon: every call is validated, journaled in SQLite and answered.
 The baseline is a bare grpc.aio echo service on the same kind of Unix socket, served from the
 same event loop, called by a subprocess with the same patterns (one RPC per call, and one
-multiplexed bidirectional stream as inngest_tools uses).
+multiplexed bidirectional stream as inngest_tools uses), from Python (``raw-*``) and from Node
+(``raw-node-*``): the Node rows show what @grpc/grpc-js itself costs, apart from the daemon.
 
 Usage: python bench/call_latency.py [--rounds 3] [--sequential 2000] [--per-caller 100] [--callers 32]
 
@@ -34,6 +35,7 @@ CLIENTS = HERE / "clients"
 # Tool clients: (name, argv prefix). A client whose program is missing is skipped with a note.
 TOOL_CLIENTS: list[tuple[str, list[str]]] = [
     ("python", ["python3", str(CLIENTS / "python_client.py")]),
+    ("node", ["node", str(CLIENTS / "node_client.js")]),
 ]
 
 
@@ -76,10 +78,9 @@ async def _start_raw_echo(socket: Path) -> aio.Server:
     return server
 
 
-async def _run_raw(python: str, address: str, mode: str, sizes: list[str]) -> dict[str, Any]:
+async def _run_raw(client: list[str], address: str, mode: str, sizes: list[str]) -> dict[str, Any]:
     process = await asyncio.create_subprocess_exec(
-        python,
-        str(CLIENTS / "raw_echo_client.py"),
+        *client,
         address,
         mode,
         *sizes,
@@ -99,9 +100,15 @@ async def _round(args: argparse.Namespace, work: Path) -> dict[str, dict[str, fl
         runtime_python = str(bridge._services.runtime.bin_dir / "python3")  # type: ignore[union-attr]
         raw = await _start_raw_echo(work / "raw.sock")
         try:
-            for mode in ("unary", "stream"):
-                report = await _run_raw(runtime_python, f"unix:{work / 'raw.sock'}", mode, sizes)
-                results[report["client"]] = _figures(report)
+            # The same patterns from Python (grpcio) and from Node (@grpc/grpc-js).
+            raw_clients = [
+                [runtime_python, str(CLIENTS / "raw_echo_client.py")],
+                ["node", str(CLIENTS / "raw_echo_client.js")],
+            ]
+            for client in raw_clients:
+                for mode in ("unary", "stream"):
+                    report = await _run_raw(client, f"unix:{work / 'raw.sock'}", mode, sizes)
+                    results[report["client"]] = _figures(report)
         finally:
             await raw.stop(None)
         for name, argv in TOOL_CLIENTS:
@@ -131,11 +138,11 @@ def _print(rounds: list[dict[str, dict[str, float]]], args: argparse.Namespace) 
         f"tool call latency: {args.sequential} sequential calls, {args.callers} callers x "
         f"{args.per_caller} calls; medians of {len(rounds)} rounds"
     )
-    print(f"{'client':<12}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}{'p50 x':>8}{'p99 x':>8}{'calls/s x':>11}")
+    print(f"{'client':<16}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}{'p50 x':>8}{'p99 x':>8}{'calls/s x':>11}")
     for name in names:
         figures = median[name]
         print(
-            f"{name:<12}{figures['p50_ms']:>9.3f}{figures['p99_ms']:>9.3f}{figures['calls_per_s']:>10.0f}"
+            f"{name:<16}{figures['p50_ms']:>9.3f}{figures['p99_ms']:>9.3f}{figures['calls_per_s']:>10.0f}"
             f"{figures['p50_ms'] / baseline['p50_ms']:>8.2f}{figures['p99_ms'] / baseline['p99_ms']:>8.2f}"
             f"{figures['calls_per_s'] / baseline['calls_per_s']:>11.2f}"
         )
