@@ -7,7 +7,8 @@ file system allows) into the runtime cache as ``node-<hash>/inngest_tools``, so 
 sees that directory and nothing else of the host's Node packages.
 
 A command gets ``NODE_PATH=node-<hash>``, which ``require`` searches, and
-``NODE_OPTIONS=--import=<hook.mjs>``, a resolve hook for ``import``, which ignores NODE_PATH.
+``NODE_OPTIONS=--require <register.js>``, which adds a resolve hook for ``import`` (ES modules
+ignore NODE_PATH) when the script may import.
 
 When the client cannot be found, commands get a stand-in ``inngest_tools`` instead, which
 fails at ``require`` or ``import`` with the reason and the fix. Python commands do not care.
@@ -28,7 +29,7 @@ __all__ = ["NODE_CLIENT_VARIABLE", "build_node_path", "find_node_client", "node_
 NODE_CLIENT_VARIABLE = "TOOLBRIDGE_NODE_CLIENT"
 PACKAGE = "inngest_tools"
 NODE_RUNTIME_FORMAT = "1"
-HOOK = "hook.mjs"
+PRELOAD = "register.js"
 _REQUIRED_DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
 _CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
 
@@ -151,9 +152,10 @@ export async function resolve(specifier, context, nextResolve) {
 """
 
 
-_STAND_IN_HOOK = """\
-import { register } from "node:module";
-register("./resolve.mjs", import.meta.url);
+_STAND_IN_PRELOAD = """\
+const { register } = require("node:module");
+const { pathToFileURL } = require("node:url");
+register("./resolve.mjs", pathToFileURL(__filename));
 """
 
 
@@ -172,7 +174,7 @@ def _stand_in(problem: str) -> dict[Path, str]:
             "definitions = undefined;\nexport default undefined;\n"
         ),
         package / "resolve.mjs": _STAND_IN_RESOLVE,
-        package / HOOK: _STAND_IN_HOOK,
+        package / PRELOAD: _STAND_IN_PRELOAD,
     }
 
 
@@ -202,7 +204,9 @@ def build_node_path(cache_dir: Path) -> tuple[Path, str | None]:
 def node_environment(node_path: Path) -> dict[str, str]:
     """NODE_PATH and NODE_OPTIONS that let a command's ``require`` and ``import`` find the client."""
     env = {"NODE_PATH": str(node_path)}
-    hook = node_path / PACKAGE / HOOK
-    if hook.is_file():
-        env["NODE_OPTIONS"] = f"--import={hook.as_uri()}"
+    preload = node_path / PACKAGE / PRELOAD
+    if preload.is_file():
+        # NODE_OPTIONS splits on spaces unless quoted; backslashes and quotes are escaped.
+        quoted = str(preload).replace("\\", "\\\\").replace('"', '\\"')
+        env["NODE_OPTIONS"] = f'--require "{quoted}"'
     return env

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,10 +24,10 @@ def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
     """A minimal client directory: the package, and stand-ins for its dependencies."""
     client = root / "client"
     (client / "lib").mkdir(parents=True)
-    manifest = {"name": "inngest_tools", "files": ["index.js", "hook.mjs", "lib/"]}
+    manifest = {"name": "inngest_tools", "files": ["index.js", "register.js", "lib/"]}
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("module.exports = {};\n")
-    (client / "hook.mjs").write_text("// hook\n")
+    (client / "register.js").write_text("// preload\n")
     (client / "lib" / "client.js").write_text("// client\n")
     (client / "test").mkdir()
     (client / "test" / "a.test.js").write_text("// not published\n")
@@ -102,10 +104,28 @@ def test_a_missing_client_gets_a_stand_in_that_says_why(
 def test_the_environment_points_require_and_import_at_the_client(tmp_path: Path) -> None:
     (tmp_path / "inngest_tools").mkdir()
     assert node_environment(tmp_path) == {"NODE_PATH": str(tmp_path)}
-    (tmp_path / "inngest_tools" / "hook.mjs").write_text("")
-    spaced = tmp_path / "with space"
-    shutil.copytree(tmp_path / "inngest_tools", spaced / "inngest_tools")
-    env = node_environment(spaced)
-    assert env["NODE_PATH"] == str(spaced)
-    assert env["NODE_OPTIONS"] == f"--import={(spaced / 'inngest_tools' / 'hook.mjs').as_uri()}"
-    assert " " not in env["NODE_OPTIONS"]
+    (tmp_path / "inngest_tools" / "register.js").write_text("")
+    odd = tmp_path / 'with space, "quote" and \\ backslash'
+    shutil.copytree(tmp_path / "inngest_tools", odd / "inngest_tools")
+    env = node_environment(odd)
+    assert env["NODE_PATH"] == str(odd)
+    preload = str(odd / "inngest_tools" / "register.js")
+    quoted = preload.replace("\\", "\\\\").replace('"', '\\"')
+    assert env["NODE_OPTIONS"] == f'--require "{quoted}"'
+
+
+def test_node_accepts_the_environment_for_an_awkward_path(tmp_path: Path) -> None:
+    node_path = tmp_path / 'run time, "quoted" \\ slashed'
+    node_path.mkdir()
+    (node_path / "inngest_tools").symlink_to(CHECKOUT_CLIENT)
+    code = 'import { tools } from "inngest_tools"; console.log(typeof tools.getCustomer);'
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", code],
+        env={"PATH": os.environ["PATH"], **node_environment(node_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "function\n"), done.stderr

@@ -1,4 +1,4 @@
-// The module resolve hook registered by hook.mjs (it runs on Node's loader thread).
+// The module resolve hook registered by register.js (it runs on Node's loader thread).
 
 const NAME = "inngest_tools";
 const ENTRY = new URL("../index.mjs", import.meta.url).href;

@@ -1,13 +1,12 @@
 "use strict";
-// hook.mjs: `import "inngest_tools"` from a folder with no node_modules, as the daemon sets
-// it up (NODE_PATH for require, NODE_OPTIONS=--import=hook.mjs for import).
+// register.js: `import "inngest_tools"` from a folder with no node_modules, as the daemon sets
+// it up (NODE_PATH for require; NODE_OPTIONS=--require register.js, for import).
 
 const assert = require("node:assert/strict");
 const { execFile } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { pathToFileURL } = require("node:url");
 const { after, before, test } = require("node:test");
 
 const CLIENT = path.join(__dirname, "..");
@@ -17,7 +16,7 @@ let work;
 
 before(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), "inngest-tools-hook-"));
-  nodePath = path.join(root, "runtime");
+  nodePath = path.join(root, "run time"); // a space, as NODE_OPTIONS must quote it
   work = path.join(root, "work");
   fs.mkdirSync(nodePath);
   fs.mkdirSync(work);
@@ -29,7 +28,7 @@ after(() => fs.rmSync(root, { recursive: true, force: true }));
 function node(file, source, { hook = true, cwd = work } = {}) {
   fs.writeFileSync(path.join(cwd, file), source);
   const env = { PATH: process.env.PATH, NODE_PATH: nodePath };
-  if (hook) env.NODE_OPTIONS = `--import=${pathToFileURL(path.join(nodePath, "inngest_tools", "hook.mjs")).href}`;
+  if (hook) env.NODE_OPTIONS = `--require "${path.join(nodePath, "inngest_tools", "register.js")}"`;
   return new Promise((resolve) => {
     execFile(process.execPath, [file], { cwd, env, timeout: 30000 }, (error, stdout, stderr) =>
       resolve({ code: error ? error.code : 0, stdout, stderr }),
@@ -59,7 +58,7 @@ test("CommonJS finds it through NODE_PATH, and import() through the hook", async
   assert.equal(stdout, "true\n");
 });
 
-test("without the hook an ES module cannot find it (NODE_PATH is not enough)", async () => {
+test("without register.js an ES module cannot find it (NODE_PATH is not enough)", async () => {
   const { code, stderr } = await node("plain.mjs", 'import "inngest_tools";', { hook: false });
   assert.notEqual(code, 0);
   assert.match(stderr, /ERR_MODULE_NOT_FOUND/);
@@ -87,4 +86,33 @@ test("other imports are untouched", async () => {
   );
   assert.equal(code, 0, stderr);
   assert.equal(stdout, "/ ERR_MODULE_NOT_FOUND\n");
+});
+
+test("a script that never says import starts without the hook (and so cannot import the client)", async () => {
+  // The one case left out: a CommonJS entry that imports the client without the word "import".
+  const { code, stdout, stderr } = await node(
+    "require-only.js",
+    `const { tools } = require("inngest_tools");
+     const load = new Function("specifier", "return im" + "port(specifier)");
+     load("inngest_tools").then(() => console.log("hooked"), (error) => console.log(error.code, typeof tools.x));`,
+  );
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, "ERR_MODULE_NOT_FOUND function\n");
+});
+
+test("code that is not from a file gets the hook", async () => {
+  const env = {
+    PATH: process.env.PATH,
+    NODE_PATH: nodePath,
+    NODE_OPTIONS: `--require "${path.join(nodePath, "inngest_tools", "register.js")}"`,
+  };
+  const stdout = await new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ["--input-type=module", "-e", 'import { tools } from "inngest_tools"; console.log(typeof tools.x);'],
+      { cwd: work, env, timeout: 30000 },
+      (error, out) => (error ? reject(error) : resolve(out)),
+    ),
+  );
+  assert.equal(stdout, "function\n");
 });
