@@ -129,3 +129,16 @@ def test_node_accepts_the_environment_for_an_awkward_path(tmp_path: Path) -> Non
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, "function\n"), done.stderr
+
+
+def test_the_checkout_client_is_laid_out_with_a_typescript_code_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
+    node_path, problem = build_node_path(tmp_path / "cache")
+    assert problem is None
+    package = node_path / "inngest_tools"
+    assert (package / "runner.js").is_file()
+    assert (package / "register.js").is_file()
+    assert (package / ".cache" / "typescript.v8").stat().st_size > 0
+    assert not (CHECKOUT_CLIENT / ".cache").exists()
