@@ -51,6 +51,7 @@ async def test_the_environment_holds_only_what_the_client_needs(
         "TOOLBRIDGE_ADDRESS",
         "TOOLBRIDGE_TOKEN",
         "NODE_PATH",
+        "NODE_OPTIONS",  # a preload that lets Node's `import` find inngest_tools
         "MY_SETTING",
         "LC_CTYPE",
     }
