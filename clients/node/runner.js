@@ -99,7 +99,8 @@ function compile(source, filename) {
   const body = map === null ? code : code.slice(0, map.index);
   // The wrapper opens on the snippet's first line, so lines keep their numbers; the source
   // map stays the file's last line, where Node looks for it.
-  const wrapped = `module.exports = async function snippet(${PARAMETERS}) {${body}\n};${map === null ? "" : map[0]}`;
+  const sourceMap = map === null ? "" : map[0];
+  const wrapped = `module.exports = async function snippet(${PARAMETERS}) {${body}\n};${sourceMap}`;
   const snippet = new Module(filename, null);
   snippet.filename = filename;
   snippet.paths = Module._nodeModulePaths(path.dirname(filename));

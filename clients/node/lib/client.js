@@ -40,7 +40,8 @@ async function call(name, ...args) {
  */
 async function definitions(format = "anthropic") {
   if (!Object.hasOwn(FORMATS, format)) {
-    throw new TypeError(`unknown format ${JSON.stringify(format)}; use one of ${Object.keys(FORMATS).join(", ")}`);
+    const known = Object.keys(FORMATS).join(", ");
+    throw new TypeError(`unknown format ${JSON.stringify(format)}; use one of ${known}`);
   }
   return decodeDefinitions(await currentConnection().listTools(FORMATS[format]));
 }
