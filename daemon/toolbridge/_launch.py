@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -35,12 +35,14 @@ class LaunchSpec:
     Attributes:
         argv: The program and its arguments; ``argv[0]`` is looked up on ``env["PATH"]``.
         env: The complete environment of the command (already scrubbed).
-        cwd: The working directory.
+        cwd: The working directory. A real sandbox shows it read-only unless it is also
+            in ``writable_paths``.
         timeout: Seconds before the command's tree is killed.
         output_limit: Bytes of stdout and of stderr kept; the rest is read and dropped.
         read_only_paths: Paths the command must be able to read (interpreters, client
             libraries). A real sandbox exposes these and little else.
-        writable_paths: Paths the command may write (its work directory).
+        writable_paths: Paths the command may write (a scratch directory the daemon made
+            for it, such as a snippet's); writes there are seen by the host.
         socket_dir: The directory holding the daemon's Unix socket, if it uses one.
     """
 
@@ -110,12 +112,36 @@ class _BoundedReader:
 
 
 async def run_process(
-    argv: Sequence[str], spec: LaunchSpec, stop: StopSignal, *, preexec_user: int | None = None
+    argv: Sequence[str],
+    spec: LaunchSpec,
+    stop: StopSignal,
+    *,
+    user: int | None = None,
+    group: int | None = None,
+    pass_fds: Sequence[int] = (),
+    started: Callable[[asyncio.subprocess.Process], Awaitable[None]] | None = None,
+    reap: Callable[[], Awaitable[None]] | None = None,
 ) -> ProcessOutcome:
     """Start ``argv`` in a new session, capture its output, and kill its group when done.
 
     Shared by the launchers: the bubblewrap launcher passes its own ``argv`` (bwrap and its
-    options in front of the command).
+    options in front of the command) and hooks.
+
+    Args:
+        argv: What to execute.
+        spec: The command's spec (environment, cwd, timeout, output limit).
+        stop: Set by the daemon to stop the command early.
+        user: Run as this uid (with ``group`` and no supplementary groups); needs root.
+        group: The gid to run as, with ``user``.
+        pass_fds: File descriptors the process inherits.
+        started: Awaited once the process exists and before the command may run (the
+            launcher's own setup handshake; the output is being read meanwhile). Raising
+            kills the process and re-raises.
+        reap: Awaited after the process group is killed and before the output is drained,
+            to make sure nothing that still holds the output pipes is left running.
+
+    Raises:
+        SandboxError: when ``argv[0]`` cannot be executed.
     """
     try:
         process = await asyncio.create_subprocess_exec(
@@ -126,7 +152,11 @@ async def run_process(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
-            user=preexec_user,
+            pass_fds=tuple(pass_fds),
+            user=user,
+            group=group,
+            # Switching user must also drop the daemon's supplementary groups.
+            extra_groups=None if user is None else [],
         )
     except FileNotFoundError as exc:
         raise SandboxError(
@@ -139,6 +169,19 @@ async def run_process(
     stdout = _BoundedReader(process.stdout, spec.output_limit)
     stderr = _BoundedReader(process.stderr, spec.output_limit)
     readers = asyncio.gather(stdout.read_all(), stderr.read_all())
+    if started is not None:
+        try:
+            await started(process)
+        except BaseException:
+            _kill_group(process.pid)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(process.wait())
+            if reap is not None:
+                await reap()
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
+            raise
     exited = asyncio.ensure_future(process.wait())
     stopped = asyncio.ensure_future(stop.event.wait())
     try:
@@ -158,6 +201,8 @@ async def run_process(
         if not exited.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(exited)
+        if reap is not None:
+            await reap()
     try:
         await asyncio.wait_for(asyncio.shield(readers), _DRAIN_GRACE)
     except TimeoutError:
