@@ -449,9 +449,7 @@ class BwrapLauncher:
                     fds.remove(fd)
                 await run.handshake(process)
 
-            outcome = await run_process(
-                argv, spec, stop, pass_fds=passed, started=handshake, reap=run.reap
-            )
+            outcome = await run_process(argv, spec, stop, pass_fds=passed, started=handshake, reap=run.reap)
             if run.init_pidfd is not None:
                 fds.append(run.init_pidfd)
             return _finish(outcome, run, spec)
