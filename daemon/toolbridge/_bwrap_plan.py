@@ -160,7 +160,8 @@ def sandbox_args(view: SandboxView, stage: Stage | None) -> list[str]:
         args += ["--ro-bind" if bind.mode == "ro" else "--bind", source, str(bind.path)]
     for mask in view.masks:
         args += ["--perms", "0555", "--tmpfs", str(mask), "--remount-ro", str(mask)]
-    args += ["--chdir", str(view.cwd)]
+    # The sandbox's own root (the tmpfs holding the mount points) is read-only too.
+    args += ["--remount-ro", "/", "--chdir", str(view.cwd)]
     return args
 
 

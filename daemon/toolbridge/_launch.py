@@ -96,19 +96,48 @@ class Launcher(Protocol):
 
 
 class _BoundedReader:
-    def __init__(self, stream: asyncio.StreamReader, limit: int) -> None:
+    """Reads one output pipe of the command, keeping the first ``limit`` bytes.
+
+    The pipe is ours, not the subprocess transport's: asyncio's ``Process.wait()`` waits
+    for the transport's pipes to close, which a double-forked child holding them can put
+    off forever. With our own pipes, the exit and the output are awaited separately.
+    """
+
+    def __init__(self, limit: int) -> None:
         self.data = bytearray()
         self.truncated = False
-        self._stream = stream
         self._limit = limit
+        self._read_end, self.write_end = os.pipe()
 
     async def read_all(self) -> None:
-        while chunk := await self._stream.read(65536):
-            room = self._limit - len(self.data)
-            if len(chunk) > room:
-                self.truncated = True
-            if room > 0:
-                self.data += chunk[:room]
+        loop = asyncio.get_running_loop()
+        stream = asyncio.StreamReader(limit=65536, loop=loop)
+        pipe = os.fdopen(self._read_end, "rb", buffering=0)
+        self._read_end = -1  # the transport owns it now
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe
+        )
+        try:
+            while chunk := await stream.read(65536):
+                room = self._limit - len(self.data)
+                if len(chunk) > room:
+                    self.truncated = True
+                if room > 0:
+                    self.data += chunk[:room]
+        finally:
+            transport.close()
+
+    def close_write_end(self) -> None:
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+
+    def close(self) -> None:
+        """Close whatever ends are still ours (after a failed start or a cancelled read)."""
+        self.close_write_end()
+        if self._read_end >= 0:
+            os.close(self._read_end)
+            self._read_end = -1
 
 
 async def run_process(
@@ -143,14 +172,16 @@ async def run_process(
     Raises:
         SandboxError: when ``argv[0]`` cannot be executed.
     """
+    stdout = _BoundedReader(spec.output_limit)
+    stderr = _BoundedReader(spec.output_limit)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
             env=dict(spec.env),
             cwd=spec.cwd,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=stdout.write_end,
+            stderr=stderr.write_end,
             start_new_session=True,
             pass_fds=tuple(pass_fds),
             user=user,
@@ -159,15 +190,23 @@ async def run_process(
             extra_groups=None if user is None else [],
         )
     except FileNotFoundError as exc:
+        stdout.close()
+        stderr.close()
         raise SandboxError(
             f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
         ) from exc
     except OSError as exc:
+        stdout.close()
+        stderr.close()
         raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
-    assert process.stdout is not None
-    assert process.stderr is not None
-    stdout = _BoundedReader(process.stdout, spec.output_limit)
-    stderr = _BoundedReader(process.stderr, spec.output_limit)
+    except BaseException:
+        stdout.close()
+        stderr.close()
+        raise
+    # Only the command holds the write ends now: the readers see EOF when it (and anything
+    # it left behind) closes them.
+    stdout.close_write_end()
+    stderr.close_write_end()
     readers = asyncio.gather(stdout.read_all(), stderr.read_all())
     if started is not None:
         try:
@@ -181,6 +220,8 @@ async def run_process(
             readers.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await readers
+            stdout.close()
+            stderr.close()
             raise
     exited = asyncio.ensure_future(process.wait())
     stopped = asyncio.ensure_future(stop.event.wait())
@@ -193,6 +234,7 @@ async def run_process(
     except asyncio.CancelledError:
         stop.stop("cancelled")
         _kill_group(process.pid)
+        readers.cancel()
         raise
     finally:
         stopped.cancel()
@@ -210,6 +252,8 @@ async def run_process(
         readers.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await readers
+    stdout.close()
+    stderr.close()
     exit_code = process.returncode if process.returncode is not None else -signal.SIGKILL
     return ProcessOutcome(
         exit_code=exit_code,
