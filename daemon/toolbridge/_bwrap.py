@@ -69,6 +69,8 @@ USERNS_HINT = (
     "user.max_user_namespaces=15000`, and on Ubuntu 24.04+ `sysctl -w "
     "kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap)"
 )
+NPROC_SLACK = 8
+"""Processes over the pids cgroup's limit that ``RLIMIT_NPROC`` allows, so the cgroup acts first."""
 SETUP_TIMEOUT = 30.0
 """Seconds bubblewrap may take to set up a sandbox before the attempt is abandoned."""
 
@@ -319,9 +321,12 @@ class _Run:
     def _rlimits(self) -> list[tuple[int, tuple[int, int]]]:
         limits = self.limits
         cpu = math.ceil(limits.cpu_time)
+        # With a pids cgroup, the rlimit is only a backstop: the cgroup counts the whole
+        # sandbox (bwrap's own processes too) and says so when it is hit.
+        processes = limits.processes + (NPROC_SLACK if "pids" in self.cgroups.paths else 0)
         chosen = [
             (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
-            (resource.RLIMIT_NPROC, (limits.processes, limits.processes)),
+            (resource.RLIMIT_NPROC, (processes, processes)),
             (resource.RLIMIT_CPU, (cpu, cpu + 1)),
             (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size)),
             (resource.RLIMIT_CORE, (0, 0)),

@@ -99,7 +99,8 @@ async def test_a_command_over_its_timeout_is_killed_with_its_whole_tree(
 
 IDENTITY = """
 import json, os, subprocess
-status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+lines = open("/proc/self/status").read().splitlines()
+status = dict(line.split(":\\t", 1) for line in lines if ":\\t" in line)
 userns = subprocess.run(["unshare", "--user", "true"], capture_output=True, text=True)
 print(json.dumps({
     "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
