@@ -352,7 +352,7 @@ class SQLiteJournal:
         Statements with the same ``sql`` and ``key`` queued before one commit collapse into
         the last one. The future resolves once it is committed.
         """
-        return self._group_commit().add(sql, key, params)
+        return self._group_commit().add(_Statement(sql), key, params)
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         stamp = now()

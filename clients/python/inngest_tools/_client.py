@@ -132,7 +132,7 @@ class _Connection:
                 tool_name=name, positional_arguments_json=positional, named_arguments_json=named
             ),
         )
-        stream = None
+        stream: Any = None
         try:
             async with self._write_lock:
                 stream = self._open_stream()
@@ -143,9 +143,10 @@ class _Connection:
                 raise _rpc_error(exc) from None
             # The stream ended before the write: the daemon's status says why (for example
             # a revoked token), unless the connection itself is gone.
-            code = await stream.code() if stream is not None else None
-            if code is not None and code != grpc.StatusCode.OK:
-                raise _status_error(code.value[0], await stream.details() or code.name) from None
+            if stream is not None:
+                code = await stream.code()
+                if code is not None and code != grpc.StatusCode.OK:
+                    raise _status_error(code.value[0], await stream.details() or code.name) from None
             raise ToolError(
                 "the connection to the daemon closed", type="Unavailable", retryable=True
             ) from None
