@@ -108,8 +108,10 @@ class SandboxLimits:
             raise ValueError("SandboxLimits.processes must be at least 8 (bubblewrap needs a few)")
         if self.open_files < 16:
             raise ValueError("SandboxLimits.open_files must be at least 16")
-        if not self.cpu_time > 0 or not self.cpus > 0:
-            raise ValueError("SandboxLimits.cpu_time and cpus must be positive")
+        for name in ("cpu_time", "cpus"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"SandboxLimits.{name} must be a positive number")
 
 
 _uids_in_use: set[int] = set()
