@@ -41,12 +41,12 @@ async def _start(launcher: Launcher | None, spec: LaunchSpec) -> float:
     return elapsed
 
 
-async def launchers(work: Path, starts: int) -> dict[str, float]:
+def _spec(work: Path) -> LaunchSpec:
     runtime = build_runtime()
-    socket_dir = Path(tempfile.mkdtemp(prefix="toolbridge-bench-"))
-    socket_dir.chmod(0o700)
+    socket_dir = work / "socket"
+    socket_dir.mkdir(mode=0o700, exist_ok=True)
     (socket_dir / "bridge.sock").touch()  # bwrap binds the socket's directory; nothing connects
-    spec = LaunchSpec(
+    return LaunchSpec(
         argv=[str(runtime.bin_dir / "python3"), "-c", "pass"],
         env={"PATH": runtime.path, "TOOLBRIDGE_ADDRESS": f"unix:{socket_dir / 'bridge.sock'}"},
         cwd=work,
@@ -54,13 +54,17 @@ async def launchers(work: Path, starts: int) -> dict[str, float]:
         read_only_paths=runtime.read_only_paths,
         socket_dir=socket_dir,
     )
+
+
+async def launchers(work: Path, starts: int) -> dict[str, float]:
+    spec = _spec(work)
     timings: dict[str, list[float]] = {"subprocess": [], "process": [], "bwrap": []}
     chosen: dict[str, Launcher | None] = {
         "subprocess": None,
         "process": ProcessLauncher(),
         "bwrap": BwrapLauncher(),
     }
-    for name, launcher in chosen.items():  # warm up caches once each
+    for launcher in chosen.values():  # warm up caches once each
         await _start(launcher, spec)
     for _ in range(starts):
         for name, launcher in chosen.items():
@@ -90,7 +94,7 @@ async def bridge_commands(work: Path, starts: int) -> dict[str, float]:
 async def main(starts: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="toolbridge-bench-") as scratch:
         work = Path(scratch)
-        work.chmod(0o755)
+        os.chmod(work, 0o755)  # the sandbox user must be able to enter it
         starts_by_round = [await launchers(work, starts) for _ in range(rounds)]
         calls_by_round = [await bridge_commands(work, max(5, starts // 3)) for _ in range(rounds)]
 
