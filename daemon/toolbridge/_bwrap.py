@@ -22,15 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import os
-import random
 import resource
 import shutil
 import signal
-import stat
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +45,18 @@ from toolbridge._bwrap_plan import (
 from toolbridge._cgroups import CommandCgroups
 from toolbridge._errors import SandboxError
 from toolbridge._launch import LaunchSpec, ProcessOutcome, StopSignal, run_process
+from toolbridge._sandbox_user import (
+    SANDBOX_GID,
+    Ownership,
+    check_cwd,
+    grant_socket_access,
+    sandbox_uid,
+    socket_path,
+)
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
 MIB = 1024 * 1024
-
-SANDBOX_GID = 2_000_000_000
-"""The group every sandbox runs in when the daemon is root; it is given the daemon's socket."""
-
-SANDBOX_UIDS = range(2_000_000_001, 2_000_065_536)
-"""Unprivileged uids for sandboxes of a root daemon: one per running command. They belong to
-no account and sit outside the ranges distributions and container tools hand out."""
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora: "
@@ -73,6 +72,10 @@ NPROC_SLACK = 8
 """Processes over the pids cgroup's limit that ``RLIMIT_NPROC`` allows, so the cgroup acts first."""
 SETUP_TIMEOUT = 30.0
 """Seconds bubblewrap may take to set up a sandbox before the attempt is abandoned."""
+REAP_TIMEOUT = 10.0
+"""Seconds to wait for a killed sandbox to be gone (a process in uninterruptible sleep)."""
+
+log = logging.getLogger("toolbridge")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,113 +115,6 @@ class SandboxLimits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"SandboxLimits.{name} must be a positive number")
-
-
-_uids_in_use: set[int] = set()
-
-
-@contextlib.contextmanager
-def _sandbox_uid() -> Iterator[int]:
-    """A uid no other running command of this daemon uses."""
-    for _ in range(64):
-        uid = random.choice(SANDBOX_UIDS)
-        if uid not in _uids_in_use:
-            break
-    else:
-        raise SandboxError("no free sandbox uid: too many commands are running at once")
-    _uids_in_use.add(uid)
-    try:
-        yield uid
-    finally:
-        _uids_in_use.discard(uid)
-
-
-def _allows(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
-    """Whether ``uid``/``gid`` has all of ``bits`` (r=4, w=2, x=1) by the mode alone."""
-    if st.st_uid == uid:
-        shift = 6
-    elif st.st_gid == gid:
-        shift = 3
-    else:
-        shift = 0
-    return (st.st_mode >> shift) & bits == bits
-
-
-def _socket_path(spec: LaunchSpec) -> Path:
-    address = spec.env.get("TOOLBRIDGE_ADDRESS", "")
-    if spec.socket_dir is None or not address.startswith("unix:"):
-        raise SandboxError(
-            "the bubblewrap sandbox has no network, so it can only reach the daemon on a Unix "
-            "socket: open the Bridge without listen= (or with socket=PATH)"
-        )
-    return Path(address.removeprefix("unix:"))
-
-
-def _grant_socket_access(socket: Path, gid: int) -> None:
-    """Let the sandbox group connect to the daemon's socket, changing only what is ours.
-
-    The default socket directory is private to the daemon (0700); its group becomes the
-    sandbox group with search permission only (0710), which gives nobody else anything.
-    """
-    me = os.geteuid()
-    directory = socket.parent
-    st = directory.stat()
-    if not _allows(st, -1, gid, 1):
-        if st.st_uid == me and st.st_mode & 0o077 == 0:
-            os.chown(directory, -1, gid)
-            os.chmod(directory, stat.S_IMODE(st.st_mode) | 0o010)
-        else:
-            raise SandboxError(
-                f"the sandbox user cannot reach the socket directory {directory}: let group "
-                f"{gid} search it (chgrp {gid} {directory} && chmod g+x {directory}) or use "
-                "the default socket"
-            )
-    st = socket.stat()
-    if not _allows(st, -1, gid, 2) and st.st_uid == me:
-        os.chown(socket, -1, gid)
-        os.chmod(socket, stat.S_IMODE(st.st_mode) | 0o060)
-
-
-@dataclass
-class _Ownership:
-    """Writable directories handed to the sandbox uid for the run, and given back after."""
-
-    changed: list[tuple[Path, int, int]] = field(default_factory=list)
-
-    def lend(self, path: Path, uid: int, gid: int) -> None:
-        st = path.stat()
-        if _allows(st, uid, gid, 7):
-            return
-        if st.st_uid != os.geteuid():
-            raise SandboxError(
-                f"the sandbox user cannot write {path} and toolbridge does not own it to lend it"
-            )
-        os.chown(path, uid, gid)
-        self.changed.append((path, st.st_uid, st.st_gid))
-
-    def restore(self) -> None:
-        for path, uid, gid in reversed(self.changed):
-            with contextlib.suppress(OSError):
-                os.chown(path, uid, gid)
-        self.changed.clear()
-
-
-def _check_cwd(cwd: Path, uid: int, gid: int) -> None:
-    resolved = cwd.resolve()
-    if resolved == Path("/"):
-        raise SandboxError("refusing to show the whole file system to a sandbox: pass cwd= a project folder")
-    try:
-        st = resolved.stat()
-    except OSError as exc:
-        raise SandboxError(f"the working directory {cwd} cannot be used: {exc.strerror}") from exc
-    if not stat.S_ISDIR(st.st_mode):
-        raise SandboxError(f"the working directory {cwd} is not a directory")
-    if not _allows(st, uid, gid, 5):
-        raise SandboxError(
-            f"the sandbox user (uid {uid}) cannot read the working directory {cwd}: make it "
-            f"readable by others (chmod o+rx {cwd}) or pass cwd= a folder that is; the folders "
-            "above it need not be"
-        )
 
 
 def _data_pipe(text: str) -> int:
@@ -304,20 +200,28 @@ class _Run:
         bwrap stops its child at ``--block-fd`` before anything of the command runs: the
         child and all it starts inherit its cgroups and rlimits.
         """
-        info = await asyncio.wait_for(_read_info(self.gate_info), SETUP_TIMEOUT)
-        if info is None:
-            return  # bwrap gave up; the exit status and stderr say why
-        gate = int(info["child-pid"])
-        self.cgroups.add(gate)
-        for kind, limit in self._rlimits():
-            resource.prlimit(gate, kind, limit)
-        os.write(self.gate_block, b"1")
-        if self.inner_info is not None:
-            info = await asyncio.wait_for(_read_info(self.inner_info), SETUP_TIMEOUT)
+        try:
+            info = await asyncio.wait_for(_read_info(self.gate_info), SETUP_TIMEOUT)
             if info is None:
-                return
-        with contextlib.suppress(ProcessLookupError):
-            self.init_pidfd = os.pidfd_open(int(info["child-pid"]))
+                return  # bwrap gave up; the exit status and stderr say why
+            gate = int(info["child-pid"])
+            # Limits first: the command must never run without them.
+            self.cgroups.add(gate)
+            for kind, limit in self._rlimits():
+                resource.prlimit(gate, kind, limit)
+            os.write(self.gate_block, b"1")
+            if self.inner_info is not None:
+                info = await asyncio.wait_for(_read_info(self.inner_info), SETUP_TIMEOUT)
+                if info is None:
+                    return
+            with contextlib.suppress(ProcessLookupError):
+                self.init_pidfd = os.pidfd_open(int(info["child-pid"]))
+        except TimeoutError:
+            raise SandboxError(
+                f"bubblewrap did not set up the sandbox within {SETUP_TIMEOUT:.0f} s"
+            ) from None
+        except OSError as exc:
+            raise SandboxError(f"could not apply the sandbox's limits: {exc}") from exc
         self.started = True
 
     def _rlimits(self) -> list[tuple[int, tuple[int, int]]]:
@@ -342,7 +246,10 @@ class _Run:
         if self.init_pidfd is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.init_pidfd, signal.SIGKILL)
-            await _readable(self.init_pidfd)
+            try:
+                await asyncio.wait_for(_readable(self.init_pidfd), REAP_TIMEOUT)
+            except TimeoutError:
+                log.warning("the sandbox's pid 1 did not exit %.0f s after SIGKILL", REAP_TIMEOUT)
         self.cgroups.kill_all()
 
 
@@ -364,7 +271,7 @@ class BwrapLauncher:
         bwrap = shutil.which(self._executable)
         if bwrap is None:
             raise SandboxError(f"bubblewrap ({self._executable}) is not on the daemon's PATH: {INSTALL_HINT}")
-        socket = _socket_path(spec)
+        socket = socket_path(spec)
         if os.geteuid() != 0:
             return await self._run(spec, stop, bwrap, None, socket, os.getuid(), os.getgid())
         setpriv = shutil.which("setpriv")
@@ -373,7 +280,7 @@ class BwrapLauncher:
                 "setpriv (util-linux) is needed to run sandboxes as an unprivileged user when "
                 "the daemon runs as root: install util-linux"
             )
-        with _sandbox_uid() as uid:
+        with sandbox_uid() as uid:
             return await self._run(spec, stop, bwrap, setpriv, socket, uid, SANDBOX_GID)
 
     async def _run(
@@ -387,18 +294,21 @@ class BwrapLauncher:
         gid: int,
     ) -> ProcessOutcome:
         as_root = setpriv is not None
-        ownership = _Ownership()
+        ownership = Ownership()
         fds: list[int] = []
         cgroups = CommandCgroups()
         try:
-            if as_root:
-                _grant_socket_access(socket, gid)
-                for path in spec.writable_paths:
-                    ownership.lend(Path(path), uid, gid)
-            _check_cwd(spec.cwd, uid, gid)
-            cgroups = CommandCgroups.create(
-                memory=self.limits.memory, processes=self.limits.processes, cpus=self.limits.cpus
-            )
+            try:
+                if as_root:
+                    grant_socket_access(socket, gid)
+                    for path in spec.writable_paths:
+                        ownership.lend(Path(path), uid, gid)
+                check_cwd(spec.cwd, uid, gid)
+                cgroups = CommandCgroups.create(
+                    memory=self.limits.memory, processes=self.limits.processes, cpus=self.limits.cpus
+                )
+            except OSError as exc:
+                raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
 
             def pipe() -> tuple[int, int]:
                 read_end, write_end = os.pipe()
@@ -524,3 +434,4 @@ async def _remove_cgroups(cgroups: CommandCgroups) -> None:
         cgroups.kill_all()
         if cgroups.remove():
             return
+    log.warning("could not remove the sandbox cgroups %s", ", ".join(map(str, cgroups.paths.values())))

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge, SandboxError, ToolOptions
-from toolbridge._bwrap import SANDBOX_GID, BwrapLauncher
+from toolbridge._bwrap import BwrapLauncher
+from toolbridge._sandbox_user import SANDBOX_GID
 
 MARKER_SCRIPT = "import sys\nopen(sys.argv[1], 'w').write('ran')\n"
 

@@ -7,13 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge._bwrap import (
-    SandboxLimits,
-    _allows,
-    _describe_setup_error,
-    _setup_error,
-    _view,
-)
+from toolbridge._bwrap import SandboxLimits, _describe_setup_error, _setup_error, _view
 from toolbridge._bwrap_plan import (
     STAGE_DIR,
     Bind,
@@ -27,6 +21,7 @@ from toolbridge._bwrap_plan import (
 )
 from toolbridge._cgroups import _own_paths, _v1_mounts
 from toolbridge._launch import LaunchSpec
+from toolbridge._sandbox_user import allows
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime - ext4 /dev/root rw
@@ -136,10 +131,10 @@ def test_permission_bits_are_read_for_the_right_class(tmp_path: Path) -> None:
     path.write_text("")
     path.chmod(0o750)
     st = path.stat()
-    assert _allows(st, st.st_uid, -1, 7)
-    assert _allows(st, -2, st.st_gid, 5)
-    assert not _allows(st, -2, st.st_gid, 2)
-    assert not _allows(st, -2, -2, 4)
+    assert allows(st, st.st_uid, -1, 7)
+    assert allows(st, -2, st.st_gid, 5)
+    assert not allows(st, -2, st.st_gid, 2)
+    assert not allows(st, -2, -2, 4)
     assert stat.S_IMODE(st.st_mode) == 0o750
 
 
