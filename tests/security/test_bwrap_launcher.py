@@ -216,3 +216,23 @@ async def test_the_seed_agent_runs_unchanged_under_bubblewrap(
         )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Acme 12\n"
+
+
+async def test_a_command_never_runs_without_its_limits(
+    sandboxed: Bridge,
+    tmp_path: Path,
+    work_dir: Path,
+    write_script: Callable[[str, str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_script("mark.py", MARKER_SCRIPT)
+    marker = tmp_path / "ran.txt"
+
+    def refuse(pid: int, kind: int, limits: tuple[int, int]) -> tuple[int, int]:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("toolbridge._bwrap.resource.prlimit", refuse)
+    async with sandboxed.run() as step:
+        with pytest.raises(SandboxError, match="could not apply the sandbox's limits"):
+            await step.sandbox.commands.run("mark", ["python3", "mark.py", str(marker)], cwd=work_dir)
+    assert not marker.exists()
