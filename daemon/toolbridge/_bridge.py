@@ -298,10 +298,6 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.list()
 
-    def _require_open(self) -> None:
-        if self._services is None:
-            raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
-
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
