@@ -15,8 +15,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from grpc import aio
 
+from inngest_tools._proto import toolbridge_pb2 as pb
+from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
 from toolbridge import Bridge, SidecarToken, ToolbridgeError
 
 CLIENT = """
@@ -204,3 +208,25 @@ async def test_minting_refuses_what_it_cannot_grant(sidecar: Bridge, tmp_path: P
     closed = Bridge(journal=tmp_path / "closed.db", tools={"lookup": lambda: 1})
     with pytest.raises(ToolbridgeError, match="not open"):
         await closed.mint_token(run_id="r", tools=["lookup"])
+
+
+async def test_a_stream_with_a_bad_token_answers_every_call_and_stays_open(sidecar: Bridge) -> None:
+    async with aio.insecure_channel(sidecar.address) as channel:
+        stream = pb_grpc.ToolBridgeServiceStub(channel).CallToolStream(
+            metadata=(("x-toolbridge-token", "tb1.0123456789abcdef.forged"),)
+        )
+        codes = []
+        for call_id in (1, 2, 3):
+            await stream.write(
+                pb.CallToolStreamRequest(call_id=call_id, call=pb.CallToolRequest(tool_name="lookup"))
+            )
+            answer = await asyncio.wait_for(stream.read(), WAIT)
+            codes.append((answer.call_id, answer.WhichOneof("answer"), answer.status.code))
+        await stream.done_writing()
+        assert await stream.code() == grpc.StatusCode.OK
+    unauthenticated = grpc.StatusCode.UNAUTHENTICATED.value[0]
+    assert codes == [
+        (1, "status", unauthenticated),
+        (2, "status", unauthenticated),
+        (3, "status", unauthenticated),
+    ]
