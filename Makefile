@@ -6,7 +6,13 @@ NODE_CLIENT := clients/node
 
 NODE_DEPS := $(NODE_CLIENT)/node_modules/.package-lock.json
 
-.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean
+# The security suite must run where bubblewrap can (CI, the development machine); on a machine
+# that cannot run it (user namespaces disabled), `make test TOOLBRIDGE_REQUIRE_BWRAP=0` skips it
+# with the reason instead of failing.
+TOOLBRIDGE_REQUIRE_BWRAP ?= 1
+export TOOLBRIDGE_REQUIRE_BWRAP
+
+.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +28,11 @@ $(NODE_DEPS): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json
 
 node-deps: $(NODE_DEPS)
 
-demo: $(VENV)/.installed $(NODE_DEPS)
+# bubblewrap for the sandbox: installed here when run as root (apt-get install -y bubblewrap).
+system-deps:
+	sh scripts/setup_system.sh
+
+demo: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) examples/demo.py
 
 test: $(VENV)/.installed check-proto lint typecheck node-test pytest
@@ -43,12 +53,13 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.installed $(NODE_DEPS)
+pytest: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/call_latency.py
 	$(PY) bench/durability.py
+	$(PY) bench/sandbox_startup.py
 
 clean:
 	rm -rf $(VENV) $(NODE_CLIENT)/node_modules

@@ -1,7 +1,7 @@
 """The toolbridge demo: a sandboxed script calls host tools that hold a (fake) database client.
 
 Run it with `make demo`. Everything is real: a gRPC daemon on a Unix socket, a SQLite journal,
-and the script in its own process that reaches the tools only through `inngest_tools`.
+and the script in its own bubblewrap sandbox that reaches the tools only through `inngest_tools`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def make_tools(db: FakeDatabase, tenant: str) -> dict[str, object]:
 
 async def main(journal: Path) -> None:
     tools = make_tools(FakeDatabase(), tenant="acme")
-    async with Bridge(journal=journal) as bridge:
-        print(f"daemon serving on {bridge.address}\n")
+    # Each command runs under bubblewrap: no network, a read-only view of only what the
+    # interpreter needs, an unprivileged uid, its own pid namespace, resource limits.
+    async with Bridge(journal=journal, sandbox="bwrap") as bridge:
+        print(f"daemon serving on {bridge.address}; commands run under bubblewrap\n")
         async with bridge.run("demo-order-42") as step:
             result = await step.sandbox.commands.run(
                 "agent",

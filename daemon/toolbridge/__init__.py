@@ -5,6 +5,7 @@ change without notice. The exception tree is documented in ``toolbridge._errors`
 """
 
 from toolbridge._bridge import Bridge
+from toolbridge._bwrap import BwrapLauncher, SandboxLimits
 from toolbridge._definitions import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool_definitions
 from toolbridge._errors import (
     JournalError,
@@ -20,11 +21,13 @@ from toolbridge._events import Event, EventType, event_type
 from toolbridge._functions import DurableFunction, FunctionContext
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox import CommandResult
+from toolbridge._sidecar import SidecarToken
 from toolbridge._steps import Step, Steps
 from toolbridge._tool import Tool, ToolContext, tool
 
 __all__ = [
     "Bridge",
+    "BwrapLauncher",
     "CommandResult",
     "DefinitionWarning",
     "DroppedConstraint",
@@ -36,6 +39,8 @@ __all__ = [
     "NonRetriableError",
     "ReplayMismatchError",
     "SandboxError",
+    "SandboxLimits",
+    "SidecarToken",
     "SnippetError",
     "Step",
     "StepError",

@@ -27,7 +27,8 @@ from toolbridge._runstate import RunState
 from toolbridge._runtime import build_runtime
 from toolbridge._sandbox import Services
 from toolbridge._server import start_server
-from toolbridge._steps import Step
+from toolbridge._sidecar import SidecarScopes, SidecarToken
+from toolbridge._steps import Step, Steps
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tool import Tool, check_tool_name, to_tool, to_tools
 
@@ -113,6 +114,9 @@ class Bridge:
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._services: Services | None = None
+        self._sidecar = SidecarScopes(
+            self._journal, self._tools, self._runs, self._configure_scope, self._background
+        )
         self.address = ""
         """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
 
@@ -219,7 +223,7 @@ class Bridge:
                 self._socket = self._private_dir / "bridge.sock"
             socket_dir = self._socket.parent
             address = f"unix:{self._socket}"
-        self._server, bound = await start_server(self._tokens.resolve, [address])
+        self._server, bound = await start_server(self._authenticate, [address])
         self.address = bound[0]
         self._services = Services(
             journal=self._journal,
@@ -230,6 +234,69 @@ class Bridge:
             socket_dir=socket_dir,
             events=self._events,
         )
+
+    def _set_address(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
+        """Serve somewhere else than configured (``toolbridge serve --socket/--listen``)."""
+        if self._server is not None:
+            raise ToolbridgeError("the bridge is already serving")
+        if socket is not None and listen is not None:
+            raise ValueError("pass socket= or listen=, not both")
+        self._socket = None if socket is None else Path(socket)
+        self._listen = listen
+
+    async def _authenticate(self, token: str) -> CommandScope | None:
+        # A running command's token first (in memory), then a sidecar token (in the journal).
+        return self._tokens.resolve(token) or await self._sidecar.resolve(token)
+
+    def _configure_scope(self, scope: CommandScope) -> None:
+        services = self._services
+        assert services is not None
+        scope.steps_factory = lambda run_, parent, opts: Steps(services, run_, parent, opts)
+
+    async def mint_token(
+        self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: float = 3600.0
+    ) -> SidecarToken:
+        """Mint a token for a sandbox started outside this daemon (sidecar mode).
+
+        Give the sandbox ``token.token`` as ``TOOLBRIDGE_TOKEN`` and this bridge's
+        :attr:`address` as ``TOOLBRIDGE_ADDRESS``. Its calls are steps of run ``run_id``.
+        The token is stored in the journal (a hash of it), so a bridge serving the same
+        journal in another process (``toolbridge serve``) accepts it too.
+
+        Args:
+            run_id: The durable run the sandbox's calls are recorded in.
+            tools: Names of registered tools (:attr:`tools`) the sandbox may call.
+            max_calls: Calls the token allows in all; the next one gets ``MaxCallsExceeded``.
+            ttl: Seconds until the token expires (at most 30 days).
+
+        Returns:
+            The :class:`SidecarToken`, whose ``token`` is the secret to hand over.
+
+        Raises:
+            ValueError: for an unknown tool or a bad run id, budget or lifetime.
+            ToolbridgeError: when the bridge has no journal file or is not open.
+        """
+        unknown = sorted(set(tools) - set(self._tools)) if not isinstance(tools, str) else []
+        if unknown:
+            raise ValueError(f"no registered tool named {', '.join(map(repr, unknown))} on this bridge")
+        self._require_open()
+        return await self._sidecar.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
+
+    async def revoke_token(self, token_id: str) -> bool:
+        """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
+
+        Returns:
+            False when no such token exists or it was already revoked.
+        """
+        self._require_open()
+        revoked = await self._sidecar.store.revoke(token_id)
+        await self._sidecar.release(token_id)
+        return revoked
+
+    async def list_tokens(self) -> list[SidecarToken]:
+        """Every sidecar token in the journal, newest first (without their secrets)."""
+        self._require_open()
+        return await self._sidecar.store.list()
 
     async def __aexit__(
         self,
@@ -249,6 +316,7 @@ class Bridge:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self._sidecar.close()
         self._services = None
         await self._journal.close()
         if self._private_dir is not None:

@@ -8,6 +8,7 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +65,7 @@ class CommandScope:
     calls: int = 0
     keys: KeyCounter = field(default_factory=KeyCounter)
     steps_factory: Any = None  # builds ctx.step for tool groups; set by the sandbox module
+    on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist
 
 
 def _outcome(rec: StepRecord, *, replayed: bool) -> CallOutcome:
@@ -115,6 +117,8 @@ async def call_tool(
         raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
     positional, named = _parse_arguments(positional_json, named_json)
     scope.calls += 1
+    if scope.on_call is not None:
+        scope.on_call(scope)
     if scope.calls > options.max_calls:
         asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
         return CallOutcome(

@@ -79,6 +79,20 @@ MIGRATIONS: Sequence[str] = (
     );
     CREATE INDEX events_by_name ON events (name, ts);
     """,
+    # 3: sidecar tokens (toolbridge serve): only a hash of each secret is kept.
+    """
+    CREATE TABLE sidecar_tokens (
+        token_id    TEXT PRIMARY KEY,
+        secret_hash TEXT NOT NULL,
+        run_id      TEXT NOT NULL,
+        tools_json  TEXT NOT NULL,
+        max_calls   INTEGER NOT NULL,
+        calls       INTEGER NOT NULL DEFAULT 0,
+        created_at  REAL NOT NULL,
+        expires_at  REAL NOT NULL,
+        revoked_at  REAL
+    );
+    """,
 )
 
 _ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
@@ -331,6 +345,14 @@ class SQLiteJournal:
 
     def write(self, rec: StepRecord) -> asyncio.Future[None]:
         return self._group_commit().add(_UPSERT_STEP, (rec.run_id, rec.key), _step_row(rec))
+
+    def execute(self, sql: str, params: tuple[Any, ...], *, key: Any) -> asyncio.Future[None]:
+        """Queue a statement on another table into the group commit.
+
+        Statements with the same ``sql`` and ``key`` queued before one commit collapse into
+        the last one. The future resolves once it is committed.
+        """
+        return self._group_commit().add(_Statement(sql), key, params)
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         stamp = now()

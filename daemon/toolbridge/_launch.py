@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -35,12 +35,14 @@ class LaunchSpec:
     Attributes:
         argv: The program and its arguments; ``argv[0]`` is looked up on ``env["PATH"]``.
         env: The complete environment of the command (already scrubbed).
-        cwd: The working directory.
+        cwd: The working directory. A real sandbox shows it read-only unless it is also
+            in ``writable_paths``.
         timeout: Seconds before the command's tree is killed.
         output_limit: Bytes of stdout and of stderr kept; the rest is read and dropped.
         read_only_paths: Paths the command must be able to read (interpreters, client
             libraries). A real sandbox exposes these and little else.
-        writable_paths: Paths the command may write (its work directory).
+        writable_paths: Paths the command may write (a scratch directory the daemon made
+            for it, such as a snippet's); writes there are seen by the host.
         socket_dir: The directory holding the daemon's Unix socket, if it uses one.
     """
 
@@ -94,51 +96,133 @@ class Launcher(Protocol):
 
 
 class _BoundedReader:
-    def __init__(self, stream: asyncio.StreamReader, limit: int) -> None:
+    """Reads one output pipe of the command, keeping the first ``limit`` bytes.
+
+    The pipe is ours, not the subprocess transport's: asyncio's ``Process.wait()`` waits
+    for the transport's pipes to close, which a double-forked child holding them can put
+    off forever. With our own pipes, the exit and the output are awaited separately.
+    """
+
+    def __init__(self, limit: int) -> None:
         self.data = bytearray()
         self.truncated = False
-        self._stream = stream
         self._limit = limit
+        self._read_end, self.write_end = os.pipe()
 
     async def read_all(self) -> None:
-        while chunk := await self._stream.read(65536):
-            room = self._limit - len(self.data)
-            if len(chunk) > room:
-                self.truncated = True
-            if room > 0:
-                self.data += chunk[:room]
+        loop = asyncio.get_running_loop()
+        stream = asyncio.StreamReader(limit=65536, loop=loop)
+        pipe = os.fdopen(self._read_end, "rb", buffering=0)
+        self._read_end = -1  # the transport owns it now
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe
+        )
+        try:
+            while chunk := await stream.read(65536):
+                room = self._limit - len(self.data)
+                if len(chunk) > room:
+                    self.truncated = True
+                if room > 0:
+                    self.data += chunk[:room]
+        finally:
+            transport.close()
+
+    def close_write_end(self) -> None:
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+
+    def close(self) -> None:
+        """Close whatever ends are still ours (after a failed start or a cancelled read)."""
+        self.close_write_end()
+        if self._read_end >= 0:
+            os.close(self._read_end)
+            self._read_end = -1
 
 
 async def run_process(
-    argv: Sequence[str], spec: LaunchSpec, stop: StopSignal, *, preexec_user: int | None = None
+    argv: Sequence[str],
+    spec: LaunchSpec,
+    stop: StopSignal,
+    *,
+    user: int | None = None,
+    group: int | None = None,
+    pass_fds: Sequence[int] = (),
+    started: Callable[[asyncio.subprocess.Process], Awaitable[None]] | None = None,
+    reap: Callable[[], Awaitable[None]] | None = None,
 ) -> ProcessOutcome:
     """Start ``argv`` in a new session, capture its output, and kill its group when done.
 
     Shared by the launchers: the bubblewrap launcher passes its own ``argv`` (bwrap and its
-    options in front of the command).
+    options in front of the command) and hooks.
+
+    Args:
+        argv: What to execute.
+        spec: The command's spec (environment, cwd, timeout, output limit).
+        stop: Set by the daemon to stop the command early.
+        user: Run as this uid (with ``group`` and no supplementary groups); needs root.
+        group: The gid to run as, with ``user``.
+        pass_fds: File descriptors the process inherits.
+        started: Awaited once the process exists and before the command may run (the
+            launcher's own setup handshake; the output is being read meanwhile). Raising
+            kills the process and re-raises.
+        reap: Awaited after the process group is killed and before the output is drained,
+            to make sure nothing that still holds the output pipes is left running.
+
+    Raises:
+        SandboxError: when ``argv[0]`` cannot be executed.
     """
+    stdout = _BoundedReader(spec.output_limit)
+    stderr = _BoundedReader(spec.output_limit)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
             env=dict(spec.env),
             cwd=spec.cwd,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=stdout.write_end,
+            stderr=stderr.write_end,
             start_new_session=True,
-            user=preexec_user,
+            pass_fds=tuple(pass_fds),
+            user=user,
+            group=group,
+            # Switching user must also drop the daemon's supplementary groups.
+            extra_groups=None if user is None else [],
         )
     except FileNotFoundError as exc:
+        stdout.close()
+        stderr.close()
         raise SandboxError(
             f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
         ) from exc
     except OSError as exc:
+        stdout.close()
+        stderr.close()
         raise SandboxError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from exc
-    assert process.stdout is not None
-    assert process.stderr is not None
-    stdout = _BoundedReader(process.stdout, spec.output_limit)
-    stderr = _BoundedReader(process.stderr, spec.output_limit)
+    except BaseException:
+        stdout.close()
+        stderr.close()
+        raise
+    # Only the command holds the write ends now: the readers see EOF when it (and anything
+    # it left behind) closes them.
+    stdout.close_write_end()
+    stderr.close_write_end()
     readers = asyncio.gather(stdout.read_all(), stderr.read_all())
+    if started is not None:
+        try:
+            await started(process)
+        except BaseException:
+            _kill_group(process.pid)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(process.wait())
+            if reap is not None:
+                await reap()
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
+            stdout.close()
+            stderr.close()
+            raise
     exited = asyncio.ensure_future(process.wait())
     stopped = asyncio.ensure_future(stop.event.wait())
     try:
@@ -150,6 +234,7 @@ async def run_process(
     except asyncio.CancelledError:
         stop.stop("cancelled")
         _kill_group(process.pid)
+        readers.cancel()
         raise
     finally:
         stopped.cancel()
@@ -158,6 +243,8 @@ async def run_process(
         if not exited.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(exited)
+        if reap is not None:
+            await reap()
     try:
         await asyncio.wait_for(asyncio.shield(readers), _DRAIN_GRACE)
     except TimeoutError:
@@ -165,6 +252,8 @@ async def run_process(
         readers.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await readers
+    stdout.close()
+    stderr.close()
     exit_code = process.returncode if process.returncode is not None else -signal.SIGKILL
     return ProcessOutcome(
         exit_code=exit_code,

@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -225,7 +226,7 @@ async def execute_command(
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
         read_only_paths=services.runtime.read_only_paths,
-        writable_paths=[cwd, *writable],
+        writable_paths=list(writable),
         socket_dir=services.socket_dir,
     )
     try:
@@ -374,6 +375,7 @@ class Sandbox:
                     timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     cwd=work_dir,
+                    writable=[work_dir],
                 )
                 step.input_json = canonical({"code": code, "tools": sorted(tool_map)})
                 _record_snippet(step, outcome, result_path, output_schema)
@@ -389,19 +391,46 @@ def _failed_to_start(rec: StepRecord) -> bool:
     return rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError"
 
 
+RESULT_LIMIT = 16 * 1024 * 1024
+"""Bytes of a snippet's returned value that are read back."""
+
+
+def _read_result(path: Path) -> str | None:
+    """The snippet's result file, if it is a plain file the sandbox wrote.
+
+    The sandbox controls its work directory: the result could be a symlink to a host file
+    (which the daemon must not read for it) or a FIFO (which would block the daemon).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(RESULT_LIMIT + 1)
+    if len(data) > RESULT_LIMIT:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def _record_snippet(step: StepRecord, outcome: ProcessOutcome, result_path: Path, output_schema: Any) -> None:
     stderr = outcome.stderr.decode(errors="replace")[-STDERR_TAIL:]
     failure: dict[str, Any] = {"type": "SnippetError", "exit_code": outcome.exit_code, "stderr": stderr}
     if outcome.stopped is not None:
         step.fail({**failure, "message": f"the snippet was stopped ({outcome.stopped})"})
         return
-    if outcome.exit_code != 0 or not result_path.exists():
+    if outcome.exit_code != 0:
         last_line = stderr.strip().splitlines()[-1] if stderr.strip() else ""
         step.fail(
             {**failure, "message": f"the snippet failed with exit code {outcome.exit_code}: {last_line}"}
         )
         return
-    text = result_path.read_text(encoding="utf-8")
+    text = _read_result(result_path)
+    if text is None:
+        message = "the snippet left no result (no plain result file of at most 16 MiB)"
+        step.fail({**failure, "message": message})
+        return
     try:
         value = json.loads(text)
         if output_schema is not None:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -38,7 +38,10 @@ _FORMATS_BY_ENUM = {
 }
 assert set(_FORMATS_BY_ENUM.values()) == set(FORMATS)
 
-Authenticate = Callable[[str], CommandScope | None]
+Authenticate = Callable[[str], Awaitable[CommandScope | None]]
+"""Token -> the scope it grants, or ``None`` for a missing, unknown, expired or revoked one."""
+
+UNAUTHENTICATED_MESSAGE = "missing, unknown, expired or revoked token"
 
 
 def _token(context: aio.ServicerContext) -> str:
@@ -67,9 +70,9 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
         self._authenticate = authenticate
 
     async def _scope(self, context: aio.ServicerContext) -> CommandScope:
-        scope = self._authenticate(_token(context))
+        scope = await self._authenticate(_token(context))
         if scope is None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing, unknown, expired or revoked token")
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
         assert scope is not None
         return scope
 
@@ -88,13 +91,20 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
     async def CallToolStream(
         self, request_iterator: AsyncIterator[pb.CallToolStreamRequest], context: aio.ServicerContext
     ) -> AsyncIterator[pb.CallToolStreamResponse]:
-        scope = await self._scope(context)
+        # No check up front: aborting a stream the client is still writing to races with its
+        # writes (the client may see INTERNAL). Each call is checked and a bad token answered
+        # in that call's status, as any per-call protocol problem is; the stream stays open.
+        token = _token(context)
         answers: asyncio.Queue[pb.CallToolStreamResponse | None] = asyncio.Queue()
         calls: set[asyncio.Task[None]] = set()
 
         async def answer(request: pb.CallToolStreamRequest) -> None:
             call = request.call
             try:
+                # Every call checks the token again: a stream outlives a revoked token.
+                scope = await self._authenticate(token)
+                if scope is None:
+                    raise ProtocolError("UNAUTHENTICATED", UNAUTHENTICATED_MESSAGE)
                 outcome = await call_tool(
                     scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
                 )

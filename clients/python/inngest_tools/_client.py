@@ -151,13 +151,21 @@ class _Connection:
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
         request = stream_request(call_id, name, positional, named)
+        stream: Any = None
         try:
             async with self._write_lock:
-                await self._open_stream().write(request)
+                stream = self._open_stream()
+                await stream.write(request)
         except (grpc.RpcError, asyncio.InvalidStateError) as exc:
             self._pending.pop(call_id, None)
             if isinstance(exc, grpc.RpcError):
                 raise _rpc_error(exc) from None
+            # The stream ended before the write: the daemon's status says why (for example
+            # a revoked token), unless the connection itself is gone.
+            if stream is not None:
+                code = await stream.code()
+                if code is not None and code != grpc.StatusCode.OK:
+                    raise _status_error(code.value[0], await stream.details() or code.name) from None
             raise ToolError(
                 "the connection to the daemon closed", type="Unavailable", retryable=True
             ) from None
