@@ -308,20 +308,24 @@ class Bridge:
 
     async def aclose(self) -> None:
         """Stop serving and close the journal."""
-        if self._server is not None:
-            await self._server.stop(grace=1.0)
-            self._server = None
-        # Tool calls still running (their command is gone) are abandoned: they stay
-        # `running` in the journal, and a replay runs them again.
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        await self._sidecar.close()
-        self._services = None
-        await self._journal.close()
-        if self._private_dir is not None:
-            shutil.rmtree(self._private_dir, ignore_errors=True)
-            self._private_dir = None
+        try:
+            if self._server is not None:
+                await self._server.stop(grace=1.0)
+                self._server = None
+            # Tool calls still running (their command is gone) are abandoned: they stay
+            # `running` in the journal, and a replay runs them again.
+            for task in list(self._background):
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+            await self._sidecar.close()
+        finally:
+            # Whatever failed above, the journal is closed: its connection's thread would
+            # otherwise keep the host process from exiting.
+            self._services = None
+            await self._journal.close()
+            if self._private_dir is not None:
+                shutil.rmtree(self._private_dir, ignore_errors=True)
+                self._private_dir = None
 
     async def call_tool(
         self,

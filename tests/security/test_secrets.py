@@ -100,6 +100,8 @@ async def test_host_environment_canary_is_out_of_reach(
         "PYTHONUNBUFFERED",
         "TOOLBRIDGE_ADDRESS",
         "TOOLBRIDGE_TOKEN",
+        "NODE_PATH",  # where inngest_tools is for Node
+        "NODE_OPTIONS",  # preloads its registration hook
         "PWD",
     }
 
