@@ -1,0 +1,79 @@
+"""Both in-sandbox clients and both runners work inside bubblewrap, not only beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from toolbridge import Bridge
+
+SEED_AGENT_JS = """
+const { tools } = require("inngest_tools");
+
+async function main() {
+  const customer = await tools.getCustomer("cus_1");
+  console.log(customer.name);
+}
+
+main();
+"""
+
+ESM_AGENT = """
+import { tools, ToolError } from "inngest_tools";
+
+console.log(await tools.getCustomer("cus_1").then((c) => c.seats));
+try {
+  await tools.getCustomer("nobody");
+} catch (error) {
+  console.log(error instanceof ToolError, error.type);
+}
+"""
+
+CUSTOMERS = {"cus_1": {"name": "Acme", "seats": 12}}
+
+
+def get_customer(customer_id: str) -> dict[str, object]:
+    if customer_id not in CUSTOMERS:
+        from toolbridge import ToolError
+
+        raise ToolError(f"no customer {customer_id}", type="NotFound")
+    return CUSTOMERS[customer_id]
+
+
+async def test_the_seed_node_agent_calls_tools_from_inside_bubblewrap(
+    sandboxed: Bridge, work_dir: Path, write_script: Callable[[str, str], Path]
+) -> None:
+    write_script("agent.js", SEED_AGENT_JS)
+    async with sandboxed.run() as step:
+        result = await step.sandbox.commands.run(
+            "agent", "node agent.js", tools={"getCustomer": get_customer}, cwd=work_dir
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Acme\n"
+
+
+async def test_an_es_module_imports_the_client_inside_bubblewrap(
+    sandboxed: Bridge, work_dir: Path, write_script: Callable[[str, str], Path]
+) -> None:
+    write_script("agent.mjs", ESM_AGENT)
+    async with sandboxed.run() as step:
+        result = await step.sandbox.commands.run(
+            "agent", "node agent.mjs", tools={"getCustomer": get_customer}, cwd=work_dir
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "12\ntrue NotFound\n"
+
+
+async def test_both_runners_work_inside_bubblewrap(sandboxed: Bridge) -> None:
+    tools = {"getCustomer": get_customer}
+    async with sandboxed.run() as step:
+        python_total = await step.sandbox.python(
+            "python-total", 'c = await tools.getCustomer("cus_1")\nreturn c["seats"] * 10', tools=tools, output=int
+        )
+        typescript_total = await step.sandbox.typescript(
+            "ts-total",
+            'const c: { seats: number } = await tools.getCustomer("cus_1");\nreturn c.seats * 100;',
+            tools=tools,
+            output=int,
+        )
+    assert (python_total, typescript_total) == (120, 1200)
