@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 NODE_CLIENT := clients/node
 
 NODE_DEPS := $(NODE_CLIENT)/node_modules/.package-lock.json
+BUF := tools/proto-lint/node_modules/.bin/buf
 
 # The security suite must run where bubblewrap can (CI, the development machine); on a machine
 # that cannot run it (user namespaces disabled), `make test TOOLBRIDGE_REQUIRE_BWRAP=0` skips it
@@ -46,9 +47,15 @@ proto: $(VENV)/.installed
 check-proto: $(VENV)/.installed
 	$(PY) scripts/gen_proto.py --check
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed $(BUF)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(BUF) lint proto
+
+# buf, only to lint the contract (buf STANDARD and COMMENTS rules), from the npm registry.
+$(BUF): tools/proto-lint/package.json tools/proto-lint/package-lock.json
+	cd tools/proto-lint && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
@@ -62,4 +69,4 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/sandbox_startup.py
 
 clean:
-	rm -rf $(VENV) $(NODE_CLIENT)/node_modules
+	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules

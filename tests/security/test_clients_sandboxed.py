@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from toolbridge import Bridge
+from toolbridge import Bridge, ToolError
 
 SEED_AGENT_JS = """
 const { tools } = require("inngest_tools");
@@ -34,8 +34,6 @@ CUSTOMERS = {"cus_1": {"name": "Acme", "seats": 12}}
 
 def get_customer(customer_id: str) -> dict[str, object]:
     if customer_id not in CUSTOMERS:
-        from toolbridge import ToolError
-
         raise ToolError(f"no customer {customer_id}", type="NotFound")
     return CUSTOMERS[customer_id]
 
@@ -68,7 +66,10 @@ async def test_both_runners_work_inside_bubblewrap(sandboxed: Bridge) -> None:
     tools = {"getCustomer": get_customer}
     async with sandboxed.run() as step:
         python_total = await step.sandbox.python(
-            "python-total", 'c = await tools.getCustomer("cus_1")\nreturn c["seats"] * 10', tools=tools, output=int
+            "python-total",
+            'c = await tools.getCustomer("cus_1")\nreturn c["seats"] * 10',
+            tools=tools,
+            output=int,
         )
         typescript_total = await step.sandbox.typescript(
             "ts-total",
