@@ -8,14 +8,16 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolbridge import _failpoints
 from toolbridge._attempts import new_error_id, run_attempts, unexpected
-from toolbridge._errors import ToolError
+from toolbridge._errors import JournalError, ToolError
 from toolbridge._hooks import finish_hook, start_hook
+from toolbridge._journal import Journal
 from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
 from toolbridge._launch import StopSignal
 from toolbridge._options import ToolOptions
@@ -28,6 +30,16 @@ StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNA
 
 STOP_GRACE = 0.25
 """Seconds a command over its call budget has to see its last error before it is killed."""
+
+
+START_RECORD_DELAY = 0.05
+"""Seconds before a call that is still running is journaled as running."""
+
+
+def _record_running(rec: StepRecord, journal: Journal) -> None:
+    if rec.status == "running":
+        with contextlib.suppress(JournalError):  # the bridge closed meanwhile
+            journal.write(rec)
 
 
 class ProtocolError(Exception):
@@ -162,10 +174,15 @@ async def _run_tool_step(
         rec = run.new_step(
             key, parent_key=scope.command_key or None, kind="tool", name=tool_name, input_json=input_json
         )
-        started = journal.write(rec)
         if tool.at_most_once:
             # The record that the tool started must be on disk before it can run at all.
-            await started
+            await journal.write(rec)
+        else:
+            # A fast call reaches the journal once, with its outcome. Nothing is lost without
+            # a start record: a crash re-runs the call on replay, with the same idempotency
+            # key, either way. A call still running after a moment is recorded as running, so
+            # that the trace shows it.
+            asyncio.get_running_loop().call_later(START_RECORD_DELAY, _record_running, rec, journal)
     elif tool.at_most_once:
         # A crash interrupted this call after it may have started: never run it again.
         return await _finish(
