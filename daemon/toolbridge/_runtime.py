@@ -9,14 +9,11 @@ cached; files are hard-linked where the file system allows.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import sys
-import tempfile
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +22,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from toolbridge._cache import link_or_copy, publish_once
 from toolbridge._runtime_node import build_node_path, node_environment
 
 RUNTIME_FORMAT = "1"
@@ -125,22 +123,14 @@ def _fingerprint(client: Path, dependencies: list[importlib.metadata.Distributio
     return digest.hexdigest()[:16]
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-
-
 def _populate(site: Path, client: Path, dependencies: list[importlib.metadata.Distribution]) -> None:
     for source in client.rglob("*"):
         if source.is_file() and "__pycache__" not in source.parts:
-            _link_or_copy(source, site / CLIENT_PACKAGE / source.relative_to(client))
+            link_or_copy(source, site / CLIENT_PACKAGE / source.relative_to(client))
     for dist in dependencies:
         for source, relative in _installed_files(dist):
             if source.is_file():
-                _link_or_copy(source, site / relative)
+                link_or_copy(source, site / relative)
 
 
 def default_cache_dir() -> Path:
@@ -167,25 +157,13 @@ def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) 
     dependencies = _dependency_closure(CLIENT_DISTRIBUTION)
     root = cache_dir / f"py-{_fingerprint(client, dependencies)}"
     base_prefix = Path(sys.base_prefix)
-    if not (root / "ready").exists():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_dir))
-        try:
-            venv.EnvBuilder(symlinks=True, with_pip=False).create(scratch)
-            version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-            _populate(scratch / "lib" / version / "site-packages", client, dependencies)
-            (scratch / "ready").write_text("")
-            try:
-                scratch.rename(root)
-            except OSError:
-                # Another process finished the same runtime first; theirs is as good.
-                if not (root / "ready").exists():
-                    raise
-        finally:
-            if scratch.exists():
-                shutil.rmtree(scratch, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        root.chmod(0o755)
+
+    def build(scratch: Path) -> None:
+        venv.EnvBuilder(symlinks=True, with_pip=False).create(scratch)
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        _populate(scratch / "lib" / version / "site-packages", client, dependencies)
+
+    publish_once(cache_dir, root, build)
     return SandboxRuntime(
         root=root,
         bin_dir=root / "bin",

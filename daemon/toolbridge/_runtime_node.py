@@ -22,9 +22,10 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+
+from toolbridge._cache import link_or_copy, publish_once
 
 log = logging.getLogger("toolbridge")
 
@@ -115,14 +116,6 @@ def _fingerprint(client: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
-
-
 def _publish(
     cache_dir: Path,
     root: Path,
@@ -133,31 +126,19 @@ def _publish(
 
     ``prepare`` runs on the filled directory before it is put in place.
     """
-    if (root / "ready").exists():
-        return
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_dir))
-    try:
+
+    def build(scratch: Path) -> None:
         for relative, source in fill.items():
             target = scratch / relative
             if isinstance(source, Path):
-                _link_or_copy(source, target)
+                link_or_copy(source, target)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(source, encoding="utf-8")
         if prepare is not None:
             prepare(scratch)
-        (scratch / "ready").write_text("")
-        scratch.chmod(0o755)
-        try:
-            scratch.rename(root)
-        except OSError:
-            # Another process finished the same directory first; theirs is as good.
-            if not (root / "ready").exists():
-                raise
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
+
+    publish_once(cache_dir, root, build)
 
 
 _STAND_IN_RESOLVE = """\
