@@ -22,6 +22,7 @@ from pydantic.errors import PydanticUserError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 
+from toolbridge._json import JSONFormatError, loads_strict
 from toolbridge._schema_walk import close_objects
 
 __all__ = ["Schema", "SchemaValidationError", "schema_from"]
@@ -190,8 +191,6 @@ class JSONSchemaDict:
         return self._json_schema
 
     def validate_json(self, data: bytes | str, *, strict: bool) -> Any:
-        from toolbridge._json import JSONFormatError, loads_strict
-
         try:
             value = loads_strict(data)
         except JSONFormatError as exc:

@@ -12,6 +12,7 @@ Three ways to make a tool:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import re
@@ -187,8 +188,6 @@ class Tool:
 async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
         return await func(*args, **kwargs)
-    import asyncio
-
     result = await asyncio.to_thread(func, *args, **kwargs)
     if inspect.isawaitable(result):
         return await result
