@@ -11,6 +11,12 @@
     └── JournalError                the journal cannot be used as asked
         └── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
 
+One warning, not an error: ``DefinitionWarning`` (a ``UserWarning``, in ``_definitions``) says
+that ``tool_definitions`` left out constraints a model API's format cannot express.
+
+Arguments refused at declaration time raise the built-in ``ValueError`` or ``TypeError`` (an
+invalid tool name, an unusable schema), before anything runs.
+
 Retryability is data on the error (``ToolError.retryable``), never inferred from a message.
 Any other exception a tool raises is unexpected: it is retried, journaled with its detail, and
 reaches the sandbox only as a generic ``InternalError`` carrying an error id.
