@@ -55,5 +55,8 @@ export type DefinitionFormat = "anthropic" | "openai" | "openai-strict" | "mcp";
  * The definitions of this command's tools, ready for a model API: `{name, description,
  * input_schema}` for "anthropic" (the default), `{type: "function", name, description,
  * parameters}` for "openai", `{name, description, inputSchema, outputSchema}` for "mcp".
+ * `definitions({ format: "openai" })`; `definitions("openai")` is the same.
  */
-export declare function definitions(format?: DefinitionFormat): Promise<Array<{ [key: string]: JSONValue }>>;
+export declare function definitions(
+  options?: { format?: DefinitionFormat } | DefinitionFormat,
+): Promise<Array<{ [key: string]: JSONValue }>>;

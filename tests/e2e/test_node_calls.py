@@ -161,7 +161,7 @@ async def test_definitions_are_the_hosts_in_every_format(
         async function main() {
           const listed = {};
           for (const format of ["anthropic", "openai", "openai-strict", "mcp"]) {
-            listed[format] = await definitions(format);
+            listed[format] = await definitions({ format });
           }
           listed.default = await definitions();
           console.log(JSON.stringify(listed));

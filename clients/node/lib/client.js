@@ -35,11 +35,13 @@ async function call(name, ...args) {
 }
 
 /**
- * The definitions of this command's tools, in a model API's format.
- * @param {"anthropic" | "openai" | "openai-strict" | "mcp"} [format]
+ * The definitions of this command's tools, in a model API's format:
+ * `definitions({ format: "openai" })`, or `definitions("openai")` for short.
+ * @param {{ format?: "anthropic" | "openai" | "openai-strict" | "mcp" } | string} [options]
  */
-async function definitions(format = "anthropic") {
-  if (!Object.hasOwn(FORMATS, format)) {
+async function definitions(options = {}) {
+  const format = typeof options === "string" ? options : (options ?? {}).format ?? "anthropic";
+  if (typeof format !== "string" || !Object.hasOwn(FORMATS, format)) {
     const known = Object.keys(FORMATS).join(", ");
     throw new TypeError(`unknown format ${JSON.stringify(format)}; use one of ${known}`);
   }

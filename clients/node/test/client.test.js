@@ -125,9 +125,14 @@ test("definitions() asks for a format and parses the definitions", async () => {
   assert.deepEqual(await client.definitions(), expected);
   assert.equal(daemon.lastFormat, 1);
   for (const [format, value] of [["openai", 2], ["openai-strict", 3], ["mcp", 4]]) {
-    await client.definitions(format);
+    await client.definitions({ format });
+    assert.equal(daemon.lastFormat, value);
+    await client.definitions(format); // the short form
     assert.equal(daemon.lastFormat, value);
   }
+  await client.definitions({});
+  assert.equal(daemon.lastFormat, 1);
+  await assert.rejects(client.definitions({ format: "gemini" }), { name: "TypeError", message: /unknown format "gemini"/ });
   await assert.rejects(client.definitions("gemini"), { name: "TypeError", message: /unknown format "gemini"/ });
 });
 
