@@ -67,6 +67,7 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/call_latency.py
 	$(PY) bench/durability.py
 	$(PY) bench/sandbox_startup.py
+	$(PY) bench/validation.py
 
 clean:
 	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -10,21 +12,40 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge
+from toolbridge._journal import SQLiteJournal
 
-
-def _journal_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
+_open_journals: dict[int, str] = {}
+"""Journals opened and not yet closed, by id, with the test that opened them."""
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_journal() -> Iterator[None]:
-    """Fail the test that leaves a journal open: its connection's thread blocks the exit."""
-    before = _journal_threads()
+def no_leaked_journal(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail the test that leaves a journal open: its connection's thread would block the exit."""
+    open_journal, close_journal = SQLiteJournal.open, SQLiteJournal.close
+
+    async def tracked_open(self: SQLiteJournal) -> None:
+        await open_journal(self)
+        _open_journals[id(self)] = request.node.nodeid
+
+    async def tracked_close(self: SQLiteJournal) -> None:
+        await close_journal(self)
+        _open_journals.pop(id(self), None)
+
+    monkeypatch.setattr(SQLiteJournal, "open", tracked_open)
+    monkeypatch.setattr(SQLiteJournal, "close", tracked_close)
     yield
-    leaked = {t for t in _journal_threads() - before if t.is_alive()}
-    for thread in leaked:
-        thread.join(timeout=5)  # a close in flight finishes on its own
-    assert not [t for t in leaked if t.is_alive()], "an aiosqlite connection was left open"
+    leaked = [opener for opener in _open_journals.values() if opener == request.node.nodeid]
+    assert not leaked, f"{len(leaked)} journal(s) left open"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # aiosqlite's connection threads are not daemons: one left open would hang the run at exit
+    # (and CI with it) after every test passed. Say who opened it and end the run instead.
+    alive = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name and t.is_alive()]
+    if alive:
+        print(f"\n{len(alive)} aiosqlite connection(s) left open, by: {sorted(set(_open_journals.values()))}")
+        sys.stdout.flush()
+        os._exit(3)
 
 
 @pytest.fixture

@@ -328,8 +328,9 @@ class SQLiteJournal:
     async def close(self) -> None:
         if self._db is None:
             return
-        if self._commits is not None:
-            await self._commits.drain()
+        commits, self._commits = self._commits, None  # later writes fail at once, not in a flush
+        if commits is not None:
+            await commits.drain()
         await self._db.close()
         self._db = None
 

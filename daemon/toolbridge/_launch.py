@@ -18,7 +18,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from toolbridge._errors import SandboxError
 
@@ -234,7 +234,7 @@ async def run_process(
     except asyncio.CancelledError:
         stop.stop("cancelled")
         _kill_group(process.pid)
-        readers.cancel()
+        _abandon(readers)
         raise
     finally:
         stopped.cancel()
@@ -263,6 +263,13 @@ async def run_process(
         stdout_truncated=stdout.truncated,
         stderr_truncated=stderr.truncated,
     )
+
+
+def _abandon(readers: asyncio.Future[Any]) -> None:
+    """Stop reading a cancelled command's output; its readers close their own pipes."""
+    readers.cancel()
+    # Retrieve the outcome, or asyncio reports "exception was never retrieved" later.
+    readers.add_done_callback(lambda future: future.cancelled() or future.exception())
 
 
 def _kill_group(pid: int) -> None:
