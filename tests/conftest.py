@@ -19,7 +19,7 @@ _open_journals: dict[int, str] = {}
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_journal(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_leaked_journal(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test that leaves a journal open: its connection's thread would block the exit."""
     open_journal, close_journal = SQLiteJournal.open, SQLiteJournal.close
 
@@ -31,9 +31,12 @@ def no_leaked_journal(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         await close_journal(self)
         _open_journals.pop(id(self), None)
 
-    monkeypatch.setattr(SQLiteJournal, "open", tracked_open)
-    monkeypatch.setattr(SQLiteJournal, "close", tracked_close)
-    yield
+    # Patched by hand, not with the test's `monkeypatch`, which a test may undo midway.
+    SQLiteJournal.open, SQLiteJournal.close = tracked_open, tracked_close  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SQLiteJournal.open, SQLiteJournal.close = open_journal, close_journal  # type: ignore[method-assign]
     leaked = [opener for opener in _open_journals.values() if opener == request.node.nodeid]
     assert not leaked, f"{len(leaked)} journal(s) left open"
 

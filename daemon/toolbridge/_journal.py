@@ -244,7 +244,11 @@ class _GroupCommit:
             self._batch.add_done_callback(_consume_exception)
         if self._flusher is None or self._flusher.done():
             self._flusher = loop.create_task(self._flush())
-        return self._batch
+        # The batch is shared by every write in it: a writer that is cancelled while it waits
+        # must cancel its own wait, never the batch the others wait on.
+        waiter = asyncio.shield(self._batch)
+        waiter.add_done_callback(_consume_exception)
+        return waiter
 
     async def _flush(self) -> None:
         while self._pending:
