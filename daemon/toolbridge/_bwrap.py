@@ -322,6 +322,8 @@ class BwrapLauncher:
             gate_block_r, gate_block_w = pipe()
             os.set_blocking(gate_info_r, False)
             passed = [passwd_fd, group_fd, gate_info_w, gate_block_r]
+            # The first bwrap reports its pid and waits: limits apply before any command code.
+            gate = ["--info-fd", str(gate_info_w), "--block-fd", str(gate_block_r)]
             if as_root:
                 assert setpriv is not None
                 inner_info_r, inner_info_w = pipe()
@@ -332,10 +334,7 @@ class BwrapLauncher:
                 argv = [
                     bwrap,
                     *stage_args(stage),
-                    "--info-fd",
-                    str(gate_info_w),
-                    "--block-fd",
-                    str(gate_block_r),
+                    *gate,
                     "--",
                     setpriv,
                     f"--reuid={uid}",
@@ -354,10 +353,7 @@ class BwrapLauncher:
                 argv = [
                     bwrap,
                     *sandbox_args(view, None),
-                    "--info-fd",
-                    str(gate_info_w),
-                    "--block-fd",
-                    str(gate_block_r),
+                    *gate,
                     "--",
                     *spec.argv,
                 ]
