@@ -28,7 +28,7 @@ from toolbridge._runtime import build_runtime
 from toolbridge._sandbox import Services
 from toolbridge._server import start_server
 from toolbridge._sidecar import SidecarScopes, SidecarToken
-from toolbridge._steps import Step, Steps
+from toolbridge._steps import Step, nested_steps
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tool import Tool, check_tool_name, to_tool, to_tools
 
@@ -251,7 +251,7 @@ class Bridge:
     def _configure_scope(self, scope: CommandScope) -> None:
         services = self._services
         assert services is not None
-        scope.steps_factory = lambda run_, parent, opts: Steps(services, run_, parent, opts)
+        scope.steps_factory = nested_steps(services)
 
     async def mint_token(
         self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: float = 3600.0

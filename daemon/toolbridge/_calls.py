@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge import _failpoints
 from toolbridge._attempts import new_error_id, run_attempts, unexpected
@@ -25,6 +25,9 @@ from toolbridge._records import StepRecord
 from toolbridge._runstate import KeyCounter, RunState
 from toolbridge._schema import SchemaValidationError
 from toolbridge._tool import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from toolbridge._steps import StepsFactory
 
 StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED"]
 
@@ -76,7 +79,7 @@ class CommandScope:
     stop: StopSignal = field(default_factory=StopSignal)
     calls: int = 0
     keys: KeyCounter = field(default_factory=KeyCounter)
-    steps_factory: Any = None  # builds ctx.step for tool groups; set by the sandbox module
+    steps_factory: StepsFactory | None = None  # builds ctx.step for tool groups
     on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist
 
 

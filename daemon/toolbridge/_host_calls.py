@@ -17,7 +17,7 @@ from toolbridge._errors import ToolError
 from toolbridge._json import dumps
 from toolbridge._options import ToolOptions
 from toolbridge._runstate import RunState
-from toolbridge._steps import Steps
+from toolbridge._steps import nested_steps
 from toolbridge._tool import Tool
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ async def call_registered_tool(
     """
     positional, named = encode_arguments(arguments)
     scope = CommandScope(run=run, command_key="", tools=dict(tools), options=options)
-    scope.steps_factory = lambda run_, parent, opts: Steps(services, run_, parent, opts)
+    scope.steps_factory = nested_steps(services)
     try:
         outcome = await call_tool(scope, name, positional, named)
     except ProtocolError as exc:

@@ -30,7 +30,7 @@ from toolbridge._records import StepRecord
 from toolbridge._runstate import RunState
 from toolbridge._runtime import SandboxRuntime
 from toolbridge._schema import SchemaValidationError, schema_from
-from toolbridge._steps import Steps, expect_kind
+from toolbridge._steps import expect_kind, nested_steps
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tool import to_tools
 
@@ -217,7 +217,7 @@ async def execute_command(
     run.journal.write(rec)
     run.executed_parents.add(key)
     scope = CommandScope(run=run, command_key=key, tools=dict(tools), options=options)
-    scope.steps_factory = lambda run_, parent, opts: Steps(services, run_, parent, opts)
+    scope.steps_factory = nested_steps(services)
     token, token_id = services.tokens.mint(scope)
     spec = LaunchSpec(
         argv=argv,

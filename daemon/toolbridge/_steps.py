@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from toolbridge._functions import DurableFunction
     from toolbridge._sandbox import Sandbox, Services
 
-__all__ = ["Step", "Steps"]
+__all__ = ["Step", "Steps", "StepsFactory", "nested_steps"]
 
 
 def check_step_id(step_id: object) -> str:
@@ -274,3 +274,12 @@ class Step(Steps):
         from toolbridge._sandbox import Sandbox
 
         self.sandbox: Sandbox = Sandbox(services, run, self._key)
+
+
+StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
+"""Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""
+
+
+def nested_steps(services: Services) -> StepsFactory:
+    """The factory a command's scope uses to give tool groups their ``ctx.step``."""
+    return lambda run, parent_key, options: Steps(services, run, parent_key, options)
