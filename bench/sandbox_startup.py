@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from toolbridge import Bridge
-from toolbridge._bwrap import BwrapLauncher
-from toolbridge._launch import Launcher, LaunchSpec, ProcessLauncher, StopSignal
-from toolbridge._runtime import build_runtime
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessLauncher, StopSignal
+from toolbridge._sandbox.runtime.python import build_runtime
 
 CALL_ONE_TOOL = "import asyncio\nfrom inngest_tools import tools\nasyncio.run(tools.ping())\n"
 

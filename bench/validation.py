@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter
 
 from toolbridge import DefinitionWarning, tool, tool_definitions
-from toolbridge._definitions import FORMATS
-from toolbridge._tool import to_tool
+from toolbridge._definitions.build import FORMATS
+from toolbridge._tools.tool import to_tool
 
 
 class Priority(enum.Enum):

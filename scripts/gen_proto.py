@@ -1,6 +1,6 @@
 """Regenerate the code built from proto/: the one generation command (`make proto`).
 
-Writes the Python messages and stubs for the daemon (``daemon/toolbridge/_proto``) and
+Writes the Python messages and stubs for the daemon (``daemon/toolbridge/_server/_proto``) and
 for the in-sandbox client (``clients/python/inngest_tools/_proto``), and copies the
 .proto files the Node client loads at run time (``clients/node/proto``).
 
@@ -23,7 +23,7 @@ from grpc_tools import protoc
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
 PYTHON_TARGETS = [
-    ROOT / "daemon" / "toolbridge" / "_proto",
+    ROOT / "daemon" / "toolbridge" / "_server" / "_proto",
     ROOT / "clients" / "python" / "inngest_tools" / "_proto",
 ]
 NODE_TARGET = ROOT / "clients" / "node" / "proto"

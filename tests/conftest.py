@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge
-from toolbridge._journal import SQLiteJournal
+from toolbridge._journal.sqlite import SQLiteJournal
 
 _open_journals: dict[int, str] = {}
 """Journals opened and not yet closed, by id, with the test that opened them."""

@@ -4,9 +4,15 @@ The public surface is listed in ``__all__``; everything else lives in private mo
 change without notice. The exception tree is documented in ``toolbridge._errors``.
 """
 
-from toolbridge._bridge import Bridge
-from toolbridge._bwrap import BwrapLauncher, SandboxLimits
-from toolbridge._definitions import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool_definitions
+from toolbridge._bridge import Bridge, Step
+from toolbridge._commands.commands import CommandResult
+from toolbridge._definitions.build import (
+    DefinitionWarning,
+    DroppedConstraint,
+    ToolDefinitions,
+    tool_definitions,
+)
+from toolbridge._durable.steps import Steps
 from toolbridge._errors import (
     JournalError,
     NonRetriableError,
@@ -17,13 +23,13 @@ from toolbridge._errors import (
     ToolbridgeError,
     ToolError,
 )
-from toolbridge._events import Event, EventType, event_type
-from toolbridge._functions import DurableFunction, FunctionContext
 from toolbridge._options import ToolOptions
-from toolbridge._sandbox import CommandResult
-from toolbridge._sidecar import SidecarToken
-from toolbridge._steps import Step, Steps
-from toolbridge._tool import Tool, ToolContext, tool
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
+from toolbridge._server.sidecar import SidecarToken
+from toolbridge._tools.context import ToolContext
+from toolbridge._tools.events import Event, EventType, event_type
+from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.tool import Tool, tool
 
 __all__ = [
     "Bridge",

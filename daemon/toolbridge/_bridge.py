@@ -16,26 +16,28 @@ from typing import Any, Literal, TypeVar, overload
 
 from grpc import aio
 
-from toolbridge._calls import CommandScope
+from toolbridge._calls.scope import CommandScope
+from toolbridge._commands.services import Services
+from toolbridge._commands.snippets import Sandbox
+from toolbridge._durable.eventbus import EventBus
+from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._errors import ToolbridgeError
-from toolbridge._events import Event, EventBus, EventType
-from toolbridge._functions import DurableFunction, FunctionContext, make_function
-from toolbridge._journal import Durability, Journal, NullJournal, SQLiteJournal
-from toolbridge._launch import Launcher, ProcessLauncher
+from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJournal
 from toolbridge._options import ToolOptions
-from toolbridge._runstate import RunState
-from toolbridge._runtime import build_runtime
-from toolbridge._sandbox import Services
-from toolbridge._server import start_server
-from toolbridge._sidecar import SidecarScopes, SidecarToken
-from toolbridge._steps import Step, nested_steps
+from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.runtime.python import build_runtime
+from toolbridge._server.service import start_server
+from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
-from toolbridge._tool import Tool, check_tool_name, to_tool, to_tools
+from toolbridge._tools.events import Event, EventType
+from toolbridge._tools.functions import DurableFunction, FunctionContext, make_function
+from toolbridge._tools.tool import Tool, check_tool_name, to_tool, to_tools
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
-__all__ = ["Bridge"]
+__all__ = ["Bridge", "Step"]
 
 SandboxKind = Literal["process", "bwrap"]
 
@@ -50,7 +52,7 @@ def _launcher(sandbox: SandboxKind | Launcher) -> Launcher:
     if sandbox == "process":
         return ProcessLauncher()
     if sandbox == "bwrap":
-        from toolbridge._bwrap import BwrapLauncher
+        from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 
         return BwrapLauncher()
     if isinstance(sandbox, str):
@@ -115,7 +117,7 @@ class Bridge:
         self._private_dir: Path | None = None
         self._services: Services | None = None
         self._sidecar = SidecarScopes(
-            self._journal, self._tools, self._runs, self._configure_scope, self._background
+            self._journal, self._tools, self._runs, nested_steps(self._events), self._background
         )
         self.address = ""
         """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
@@ -233,6 +235,7 @@ class Bridge:
             address=self.address,
             socket_dir=socket_dir,
             events=self._events,
+            steps_factory=nested_steps(self._events),
         )
 
     def _set_address(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
@@ -247,11 +250,6 @@ class Bridge:
     async def _authenticate(self, token: str) -> CommandScope | None:
         # A running command's token first (in memory), then a sidecar token (in the journal).
         return self._tokens.resolve(token) or await self._sidecar.resolve(token)
-
-    def _configure_scope(self, scope: CommandScope) -> None:
-        services = self._services
-        assert services is not None
-        scope.steps_factory = nested_steps(services)
 
     async def mint_token(
         self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: float = 3600.0
@@ -356,13 +354,13 @@ class Bridge:
                 then recorded as failed.
             TypeError: for arguments that are neither a dict nor a list of JSON data.
         """
-        from toolbridge._host_calls import call_registered_tool
+        from toolbridge._calls.host import call_registered_tool
 
         run_id = _check_run_id(run_id or uuid.uuid4().hex)
         async with self.run(run_id):
             assert self._services is not None  # run() has checked that the bridge is open
             return await call_registered_tool(
-                self._services,
+                self._services.steps_factory,
                 self._runs[run_id],
                 self._tools,
                 name,
@@ -401,3 +399,15 @@ class Bridge:
             state.entries -= 1
             if state.entries == 0:
                 self._runs.pop(run_id, None)
+
+
+class Step(Steps):
+    """What ``bridge.run()`` yields: the run's top-level steps and its sandbox.
+
+    Attributes:
+        sandbox: Run commands and snippets whose code can call tools.
+    """
+
+    def __init__(self, services: Services, run: RunState) -> None:
+        super().__init__(services.events, run, None, ToolOptions())
+        self.sandbox: Sandbox = Sandbox(services, run, self._key)

@@ -24,11 +24,12 @@ reaches the sandbox only as a generic ``InternalError`` carrying an error id.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "JournalError",
     "NonRetriableError",
+    "ProtocolError",
     "ReplayMismatchError",
     "SandboxError",
     "SnippetError",
@@ -149,3 +150,15 @@ class ReplayMismatchError(JournalError):
     This means the code of the run changed between executions in a way that cannot be
     replayed; start a new run id instead.
     """
+
+
+StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE"]
+
+
+class ProtocolError(Exception):
+    """A call the protocol refuses; ``code`` names the gRPC status to answer with."""
+
+    def __init__(self, code: StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code: StatusCode = code
+        self.message = message

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge._runtime_node import (
+from toolbridge._sandbox.runtime.node import (
     NodeClientMissingError,
     build_node_path,
     find_node_client,

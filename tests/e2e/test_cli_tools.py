@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import DefinitionWarning, tool_definitions
-from toolbridge._cli import load_bridge
+from toolbridge._cli.target import load_bridge
 
 README = Path(__file__).parent.parent.parent / "README.md"
 TOOLBRIDGE = Path(sys.executable).parent / "toolbridge"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.definitions_catalog import catalog
 from toolbridge import Bridge, DefinitionWarning, tool, tool_definitions
-from toolbridge._definitions import FORMATS
+from toolbridge._definitions.build import FORMATS
 
 LOOP = """
 import asyncio, json

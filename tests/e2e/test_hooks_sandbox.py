@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from toolbridge import Bridge, ToolError, tool
-from toolbridge._cli import main
-from toolbridge._journal import SQLiteJournal
+from toolbridge._cli.main import main
+from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
 
 AGENT = """

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolbridge import Bridge, ToolError, ToolOptions, tool, tool_definitions
-from toolbridge._journal import SQLiteJournal
+from toolbridge._journal.sqlite import SQLiteJournal
 
 
 class CustomerId(BaseModel):

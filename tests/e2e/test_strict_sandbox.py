@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from toolbridge import Bridge, tool
-from toolbridge._journal import SQLiteJournal
+from toolbridge._journal.sqlite import SQLiteJournal
 
 AGENT = """
 import asyncio, json

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from toolbridge import Bridge, ToolbridgeError, ToolContext, ToolError, ToolOptions, tool
-from toolbridge._journal import SQLiteJournal
+from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import RunSummary, StepRecord
 
 

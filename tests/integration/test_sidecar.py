@@ -156,7 +156,7 @@ async def test_an_expired_token_is_refused(
     minted = await sidecar.mint_token(run_id="vm-9", tools=["lookup"], ttl=60)
     assert minted.token is not None
     later = time.time() + 61
-    monkeypatch.setattr("toolbridge._sidecar.now", lambda: later)
+    monkeypatch.setattr("toolbridge._server.sidecar.now", lambda: later)
     answers = await sandbox_elsewhere(tmp_path, sidecar.address, minted.token, [("lookup", ["a"])])
     assert answers == [{"error": "Unauthenticated"}]
     assert not minted.active(at=later)

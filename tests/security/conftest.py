@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge
-from toolbridge._bwrap import BwrapLauncher, SandboxLimits
-from toolbridge._sandbox_user import SANDBOX_GID, SANDBOX_UIDS
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
+from toolbridge._sandbox.bwrap.user import SANDBOX_GID, SANDBOX_UIDS
 
 MIB = 1024 * 1024
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge, SandboxError, ToolOptions
-from toolbridge._bwrap import BwrapLauncher
-from toolbridge._sandbox_user import SANDBOX_GID
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+from toolbridge._sandbox.bwrap.user import SANDBOX_GID
 
 MARKER_SCRIPT = "import sys\nopen(sys.argv[1], 'w').write('ran')\n"
 
@@ -231,7 +231,7 @@ async def test_a_command_never_runs_without_its_limits(
     def refuse(pid: int, kind: int, limits: tuple[int, int]) -> tuple[int, int]:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr("toolbridge._bwrap.resource.prlimit", refuse)
+    monkeypatch.setattr("toolbridge._sandbox.bwrap.launcher.resource.prlimit", refuse)
     async with sandboxed.run() as step:
         with pytest.raises(SandboxError, match="could not apply the sandbox's limits"):
             await step.sandbox.commands.run("mark", ["python3", "mark.py", str(marker)], cwd=work_dir)

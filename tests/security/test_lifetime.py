@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge
-from toolbridge._sandbox_user import SANDBOX_GID, SANDBOX_UIDS
+from toolbridge._sandbox.bwrap.user import SANDBOX_GID, SANDBOX_UIDS
 
 # The grandchild writes to the pipe once it runs the marked program, so the command exits
 # only when the escapee is certainly alive.

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import Bridge, CommandResult
-from toolbridge._bwrap import BwrapLauncher, SandboxLimits
-from toolbridge._cgroups import available_parents
+from toolbridge._sandbox.bwrap.cgroups import available_parents
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
 
 MIB = 1024 * 1024
 HOLD_SECONDS = 4.0

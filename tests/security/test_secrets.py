@@ -39,7 +39,7 @@ print(json.dumps(seen))
 HOST = """
 import asyncio, sys
 from toolbridge import Bridge
-from toolbridge._bwrap import BwrapLauncher
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 
 async def main():
     sandbox = BwrapLauncher() if sys.argv[1] == "bwrap" else "process"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolbridge._bwrap import SandboxLimits, _describe_setup_error, _setup_error, _view
-from toolbridge._bwrap_plan import (
+from toolbridge._sandbox.bwrap.cgroups import _own_paths, _v1_mounts
+from toolbridge._sandbox.bwrap.launcher import SandboxLimits, _describe_setup_error, _setup_error, _view
+from toolbridge._sandbox.bwrap.plan import (
     STAGE_DIR,
     Bind,
     SandboxView,
@@ -19,9 +20,8 @@ from toolbridge._bwrap_plan import (
     sandbox_args,
     stage_args,
 )
-from toolbridge._cgroups import _own_paths, _v1_mounts
-from toolbridge._launch import LaunchSpec
-from toolbridge._sandbox_user import allows
+from toolbridge._sandbox.bwrap.user import allows
+from toolbridge._sandbox.launcher import LaunchSpec
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime - ext4 /dev/root rw

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tests.definitions_catalog import REFUND_INPUT, Address, Category, catalog
 from toolbridge import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool, tool_definitions
-from toolbridge._definitions import CONFIRMATION_NOTE, FORMATS, MCP_CONFIRMATION_KEY, DefinitionFormat
+from toolbridge._definitions.build import CONFIRMATION_NOTE, FORMATS, MCP_CONFIRMATION_KEY, DefinitionFormat
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "definitions"
 UPDATE = os.environ.get("TOOLBRIDGE_UPDATE_GOLDEN") == "1"

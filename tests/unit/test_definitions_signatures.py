@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from toolbridge import tool_definitions
-from toolbridge._schema import SchemaValidationError
-from toolbridge._tool import to_tool
+from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._tools.tool import to_tool
 
 
 class Plan(enum.Enum):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import JournalError
-from toolbridge._journal import MIGRATIONS, SQLiteJournal
+from toolbridge._journal.sqlite import MIGRATIONS, SQLiteJournal
 from toolbridge._records import StepRecord
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolbridge import SidecarToken
-from toolbridge._sidecar import MAX_TTL, check_grant, ttl_seconds
+from toolbridge._server.sidecar import MAX_TTL, check_grant, ttl_seconds
 
 
 @pytest.mark.parametrize(

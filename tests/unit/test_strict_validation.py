@@ -10,10 +10,10 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from toolbridge import tool
-from toolbridge._nulls import NullOmission, omit_null_optionals
-from toolbridge._schema import SchemaValidationError
-from toolbridge._schema_walk import admits_null, close_objects, inline_root_ref
-from toolbridge._tool import BoundCall, Tool
+from toolbridge._schema.nulls import NullOmission, omit_null_optionals
+from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._schema.walk import admits_null, close_objects, inline_root_ref
+from toolbridge._tools.tool import BoundCall, Tool
 
 
 class Line(BaseModel):

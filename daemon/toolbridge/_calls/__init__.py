@@ -1,0 +1,1 @@
+"""A tool call, from the bytes received to the outcome journaled."""

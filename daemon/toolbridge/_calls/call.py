@@ -1,0 +1,258 @@
+"""A tool call from a sandbox, from the bytes received to the outcome journaled.
+
+Protocol problems (unknown tool, malformed JSON, oversized request) raise
+:class:`ProtocolError`, which the server turns into a gRPC status. Everything else, including
+every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``ToolError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.scope import CommandScope
+from toolbridge._durable import failpoints as _failpoints
+from toolbridge._durable.attempts import new_error_id, run_attempts, unexpected
+from toolbridge._errors import JournalError, ProtocolError, ToolError
+from toolbridge._journal.sqlite import Journal
+from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
+from toolbridge._options import ToolOptions
+from toolbridge._records import StepRecord
+from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._tools.context import ToolContext
+from toolbridge._tools.tool import Tool
+
+STOP_GRACE = 0.25
+"""Seconds a command over its call budget has to see its last error before it is killed."""
+
+
+START_RECORD_DELAY = 0.05
+"""Seconds before a call that is still running is journaled as running."""
+
+
+def _record_running(rec: StepRecord, journal: Journal) -> None:
+    if rec.status == "running":
+        with contextlib.suppress(JournalError):  # the bridge closed meanwhile
+            journal.write(rec)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What the sandbox receives for one call: a JSON result or a ToolError."""
+
+    step_key: str
+    result_json: str | None = None
+    error: ToolError | None = None
+    replayed: bool = False
+
+
+def _outcome(rec: StepRecord, *, replayed: bool) -> CallOutcome:
+    if rec.status == "completed":
+        return CallOutcome(rec.key, result_json=rec.output_json, replayed=replayed)
+    return CallOutcome(rec.key, error=ToolError.from_dict(rec.error or {}), replayed=replayed)
+
+
+def _parse_arguments(positional_json: bytes, named_json: bytes) -> tuple[list[Any], dict[str, Any]]:
+    try:
+        positional = loads_strict(positional_json) if positional_json else []
+        named = loads_strict(named_json) if named_json else {}
+    except JSONFormatError as exc:
+        raise ProtocolError("INVALID_ARGUMENT", f"arguments: {exc}") from None
+    if not isinstance(positional, list):
+        raise ProtocolError("INVALID_ARGUMENT", "positional arguments must be a JSON array")
+    if not isinstance(named, dict):
+        raise ProtocolError("INVALID_ARGUMENT", "named arguments must be a JSON object")
+    return positional, named
+
+
+def _call_input(positional: list[Any], named: dict[str, Any]) -> str:
+    """The call as the journal records it and its step key hashes it."""
+    if named and not positional:
+        return canonical(named)
+    if positional and not named:
+        return canonical(positional)
+    return canonical({"args": positional, "kwargs": named})
+
+
+async def call_tool(
+    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes
+) -> CallOutcome:
+    """Answer one call from a sandbox: replay it from the journal, or run it as a step.
+
+    Raises:
+        ProtocolError: for calls the protocol refuses before any tool is involved.
+    """
+    options = scope.options
+    size = len(tool_name) + len(positional_json) + len(named_json)
+    if size > options.max_request_bytes:
+        raise ProtocolError(
+            "RESOURCE_EXHAUSTED",
+            f"the call is {size} bytes; a call may be at most {options.max_request_bytes} bytes",
+        )
+    tool = scope.tools.get(tool_name)
+    if tool is None:
+        # The same answer for a tool that does not exist and one given to another command.
+        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
+    positional, named = _parse_arguments(positional_json, named_json)
+    scope.calls += 1
+    if scope.on_call is not None:
+        scope.on_call(scope)
+    if scope.calls > options.max_calls:
+        asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
+        return CallOutcome(
+            "",
+            error=ToolError(
+                f"this command made more than {options.max_calls} tool calls; it is being stopped",
+                type="MaxCallsExceeded",
+            ),
+        )
+    input_json = _call_input(positional, named)
+    prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
+    key = scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
+    run = scope.run
+    recorded = run.claim(key)
+    if recorded is not None and recorded.done:
+        return _outcome(recorded, replayed=True)
+
+    async def work() -> CallOutcome:
+        return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
+
+    return await run.single_flight(key, work, shield=True)
+
+
+async def _run_tool_step(
+    scope: CommandScope,
+    tool: Tool,
+    tool_name: str,
+    key: str,
+    input_json: str,
+    positional: list[Any],
+    named: dict[str, Any],
+    named_json: bytes,
+) -> CallOutcome:
+    run = scope.run
+    journal = run.journal
+    rec = run.steps.get(key)
+    if rec is not None and rec.done:  # finished while we waited to start
+        return _outcome(rec, replayed=True)
+    _failpoints.hit("before_step_started")
+    if rec is None:
+        rec = run.new_step(
+            key, parent_key=scope.command_key or None, kind="tool", name=tool_name, input_json=input_json
+        )
+        if tool.at_most_once:
+            # The record that the tool started must be on disk before it can run at all.
+            await journal.write(rec)
+        else:
+            # A fast call reaches the journal once, with its outcome. Nothing is lost without
+            # a start record: a crash re-runs the call on replay, with the same idempotency
+            # key, either way. A call still running after a moment is recorded as running, so
+            # that the trace shows it.
+            asyncio.get_running_loop().call_later(START_RECORD_DELAY, _record_running, rec, journal)
+    elif tool.at_most_once:
+        # A crash interrupted this call after it may have started: never run it again.
+        return await _finish(
+            rec,
+            scope,
+            error=ToolError(
+                "this call was interrupted before its outcome was recorded, and the tool is "
+                "declared at-most-once, so it was not run again",
+                type="StepInterrupted",
+            ),
+        )
+    _failpoints.hit("after_step_started")
+    try:
+        bound = tool.bind(positional, named, named_json)
+    except SchemaValidationError as exc:
+        return await _finish(rec, scope, error=ToolError(f"invalid arguments: {exc}", type="ValidationError"))
+    try:
+        bound = await start_hook(tool, bound, rec)
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
+
+    async def attempt(number: int) -> Any:
+        context = ToolContext(
+            run_id=run.run_id,
+            step_key=key,
+            idempotency_key=rec.idempotency_key,
+            attempt=number,
+            tool_name=tool_name,
+            step=scope.steps_factory(run, key, scope.options),
+        )
+        if tool.kind == "group":
+            run.executed_parents.add(key)
+        value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        if tool.kind == "group":
+            run.mark_stale(key)
+        return value
+
+    try:
+        value = await run_attempts(
+            rec,
+            attempt,
+            attempts=tool.attempts or scope.options.attempts,
+            options=scope.options,
+            journal=journal,
+            timeout=scope.options.tool_timeout,
+            what=f"tool {tool_name!r}",
+        )
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
+    _failpoints.hit("after_tool_returned")
+    try:
+        value = await finish_hook(tool, tool_name, value, rec)
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
+    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+
+
+def _result_json(
+    tool: Tool, tool_name: str, value: Any, rec: StepRecord, options: ToolOptions
+) -> str | ToolError:
+    """Validate and serialize a result, or say why it cannot be sent."""
+    try:
+        text = dumps(tool.result_to_jsonable(value))
+    except SchemaValidationError as exc:
+        error_id = new_error_id()
+        rec.attempt_log[-1]["output_error"] = {"detail": str(exc), "error_id": error_id}
+        return ToolError(
+            f"tool {tool_name!r} returned a result that does not match its output schema "
+            f"(error id {error_id})",
+            type="OutputValidationError",
+            error_id=error_id,
+        )
+    except Exception as exc:
+        error_id = new_error_id()
+        rec.attempt_log[-1]["output_error"] = {"detail": f"{type(exc).__name__}: {exc}", "error_id": error_id}
+        return unexpected(f"tool {tool_name!r}", error_id)
+    size = len(text.encode())
+    if size > options.max_reply_bytes:
+        return ToolError(
+            f"tool {tool_name!r} returned {size} bytes; a reply may be at most "
+            f"{options.max_reply_bytes} bytes, so return less (for example, a page at a time)",
+            type="ReplyTooLarge",
+        )
+    return text
+
+
+async def _finish(
+    rec: StepRecord,
+    scope: CommandScope,
+    *,
+    result: str | ToolError | None = None,
+    error: ToolError | None = None,
+) -> CallOutcome:
+    """Record the outcome and wait for the commit: a reply never runs ahead of the journal."""
+    if isinstance(result, ToolError):
+        error, result = result, None
+    if error is not None:
+        rec.fail(error.to_dict())
+    else:
+        assert result is not None
+        rec.complete(result)
+    await scope.run.journal.write(rec)
+    _failpoints.hit("after_result_recorded")
+    return _outcome(rec, replayed=False)

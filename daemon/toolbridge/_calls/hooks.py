@@ -1,0 +1,113 @@
+"""Lifecycle hooks around a tool call, journaled with the call's step.
+
+``on_start(input)`` runs after the arguments are validated and before the tool: it may return
+a changed input (validated again) or raise to refuse the call, and then the tool does not run.
+``on_finish(result)`` runs after the tool succeeded: it may return a changed result (which
+must still match ``output``) or raise to fail the call.
+
+Each hook leaves an entry in the step's ``attempt_log`` (``{"hook": "on_start", ...}``):
+when it ran, the input it substituted or the tool's own result it replaced, and the error
+if it raised. The step's ``input_json`` stays the call as the sandbox made it (its step key
+hashes that) and its ``output_json`` is the result the sandbox received, so a replay returns
+the same answer without running either hook again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import traceback
+from typing import Any
+
+from toolbridge._durable.attempts import new_error_id, unexpected
+from toolbridge._errors import ToolError
+from toolbridge._json import canonical, dumps
+from toolbridge._records import StepRecord, now
+from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._tools.tool import BoundCall, Tool, call_hook
+
+__all__ = ["finish_hook", "start_hook"]
+
+
+def _unexpected_entry(exc: Exception, error_id: str) -> dict[str, Any]:
+    return {
+        "type": "InternalError",
+        "exception": f"{type(exc).__name__}: {exc}",
+        "traceback": "".join(traceback.format_exception(exc)),
+        "error_id": error_id,
+    }
+
+
+async def start_hook(tool: Tool, bound: BoundCall, rec: StepRecord) -> BoundCall:
+    """Run ``on_start`` and return the call to make.
+
+    Raises:
+        ToolError: refusing the call: the one the hook raised, ``ValidationError`` for a
+            changed input that does not validate, or a generic ``Refused`` error (whose
+            detail stays in the journal) for any other exception.
+    """
+    if tool.on_start is None:
+        return bound
+    entry: dict[str, Any] = {"hook": "on_start", "started_at": now()}
+    rec.attempt_log.append(entry)
+    try:
+        # A copy, so a hook that edits its argument in place changes the call, not `bound`.
+        changed = await call_hook(tool.on_start, copy.deepcopy(bound.input))
+        rebound = tool.rebind(changed)
+        unchanged = canonical(rebound.input) == canonical(bound.input)
+    except ToolError as exc:
+        entry["error"] = exc.to_dict()
+        raise
+    except SchemaValidationError as exc:
+        error = ToolError(f"invalid arguments after on_start: {exc}", type="ValidationError")
+        entry["error"] = error.to_dict()
+        raise error from None
+    except Exception as exc:
+        error_id = new_error_id()
+        entry["error"] = _unexpected_entry(exc, error_id)
+        raise ToolError(
+            f"the call was refused (error id {error_id})", type="Refused", error_id=error_id
+        ) from exc
+    finally:
+        entry["finished_at"] = now()
+    if unchanged:
+        return bound  # keep the binding validated from the sandbox's own bytes
+    entry["input"] = rebound.input
+    return rebound
+
+
+async def finish_hook(tool: Tool, tool_name: str, value: Any, rec: StepRecord) -> Any:
+    """Run ``on_finish`` and return the result to send.
+
+    Raises:
+        ToolError: the one the hook raised, or a generic ``InternalError`` (whose detail
+            stays in the journal) for any other exception.
+    """
+    if tool.on_finish is None:
+        return value
+    entry: dict[str, Any] = {"hook": "on_finish", "started_at": now()}
+    rec.attempt_log.append(entry)
+    before = _snapshot(value)
+    try:
+        changed = await call_hook(tool.on_finish, value)
+        after = _snapshot(changed)
+    except ToolError as exc:
+        entry["error"] = exc.to_dict()
+        raise
+    except Exception as exc:
+        error_id = new_error_id()
+        entry["error"] = _unexpected_entry(exc, error_id)
+        raise unexpected(f"tool {tool_name!r}", error_id) from exc
+    finally:
+        entry["finished_at"] = now()
+    if after != before:
+        entry["tool_result"] = json.loads(before) if before is not None else None
+    return changed
+
+
+def _snapshot(value: Any) -> str | None:
+    """The value as JSON text, to tell whether a hook changed it (in place or not)."""
+    try:
+        return dumps(value)
+    except Exception:
+        return None  # not JSON; the output check reports that if the hook keeps it

@@ -1,0 +1,33 @@
+"""What one token grants: a command's tools, budget and place in its run, built complete."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.steps import StepsFactory
+from toolbridge._options import ToolOptions
+from toolbridge._sandbox.launcher import StopSignal
+from toolbridge._tools.tool import Tool
+
+__all__ = ["CommandScope"]
+
+
+@dataclass(eq=False)
+class CommandScope:
+    """What one command's token grants: its tools, its budget, its place in the run.
+
+    ``command_key`` is empty for a call the host makes itself (``Bridge.call_tool``): the
+    call is then a top-level step of its run.
+    """
+
+    run: RunState
+    command_key: str
+    tools: dict[str, Tool]
+    options: ToolOptions
+    steps_factory: StepsFactory  # builds ctx.step for tool groups
+    stop: StopSignal = field(default_factory=StopSignal)
+    calls: int = 0
+    keys: KeyCounter = field(default_factory=KeyCounter)
+    on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist

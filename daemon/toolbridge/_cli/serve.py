@@ -1,0 +1,202 @@
+"""``toolbridge serve`` and ``toolbridge token``: sidecar mode from the command line.
+
+``serve`` hosts a bridge's registered tools for sandboxes started elsewhere (a container, a
+remote VM) until interrupted. ``token`` mints, lists and revokes the tokens those sandboxes
+present; it works on the journal file directly, so it can run while ``serve`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import ipaddress
+import json
+import signal
+import sys
+from typing import Any
+
+from toolbridge._bridge import Bridge
+from toolbridge._cli.target import CLIError, load_bridge
+from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
+
+
+def register(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add this module's subcommands to the ``toolbridge`` parser."""
+    serve = commands.add_parser(
+        "serve",
+        help="serve a bridge's registered tools to sandboxes started elsewhere",
+        description=(
+            "Serve the tools registered on MODULE:ATTR (a toolbridge.Bridge, or a function "
+            "returning one) until interrupted. Sandboxes need TOOLBRIDGE_ADDRESS (printed on "
+            "start) and a TOOLBRIDGE_TOKEN from `toolbridge token mint`."
+        ),
+    )
+    serve.add_argument("target", metavar="MODULE:ATTR")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--socket", metavar="PATH", help="serve on this Unix socket")
+    where.add_argument("--listen", metavar="HOST:PORT", help="serve on TCP (no TLS: keep it private)")
+    serve.set_defaults(handler=_serve)
+
+    token = commands.add_parser(
+        "token",
+        help="mint, list or revoke sidecar tokens",
+        description="Tokens for sandboxes served by `toolbridge serve`, kept in the bridge's journal.",
+    )
+    actions = token.add_subparsers(dest="action", required=True, metavar="ACTION")
+    mint = actions.add_parser("mint", help="mint a token and print it")
+    mint.add_argument("target", metavar="MODULE:ATTR")
+    mint.add_argument("--run", required=True, metavar="RUN_ID", help="the run its calls belong to")
+    mint.add_argument(
+        "--tool", action="append", default=[], metavar="NAME", help="a tool it may call (repeat)"
+    )
+    mint.add_argument("--all-tools", action="store_true", help="every tool registered on the bridge")
+    mint.add_argument("--max-calls", type=int, default=100, metavar="N", help="call budget (100)")
+    mint.add_argument("--ttl", default="1h", metavar="DURATION", help="lifetime: 90s, 15m, 2h, 7d (1h)")
+    mint.add_argument("--json", action="store_true", help="print the token and its grant as JSON")
+    mint.set_defaults(handler=_mint)
+    listing = actions.add_parser("list", help="list tokens (never their secrets)")
+    listing.add_argument("target", metavar="MODULE:ATTR")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_list)
+    revoke = actions.add_parser("revoke", help="revoke a token: its next call fails")
+    revoke.add_argument("target", metavar="MODULE:ATTR")
+    revoke.add_argument("token_id", metavar="TOKEN_ID")
+    revoke.set_defaults(handler=_revoke)
+
+
+def _warn_if_public(listen: str) -> None:
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    try:
+        private = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        private = host == "localhost"
+    if not private:
+        print(
+            f"toolbridge: warning: {listen} is not a loopback address and the connection has no "
+            "TLS, so tokens travel in clear text; serve there only on a private network or "
+            "through a tunnel",
+            file=sys.stderr,
+        )
+
+
+async def serve_until_stopped(bridge: Bridge, stopped: asyncio.Event | None = None) -> None:
+    """Serve until SIGINT or SIGTERM (or until ``stopped`` is set)."""
+    stopped = stopped or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
+    try:
+        async with bridge:
+            names = ", ".join(sorted(bridge.tools)) or "(none)"
+            print(f"toolbridge: serving {len(bridge.tools)} tools ({names})", file=sys.stderr)
+            print(f"TOOLBRIDGE_ADDRESS={bridge.address}", flush=True)
+            await stopped.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    bridge = load_bridge(args.target)
+    if args.socket is not None or args.listen is not None:
+        bridge._set_address(socket=args.socket, listen=args.listen)
+    if args.listen is not None:
+        _warn_if_public(args.listen)
+    asyncio.run(serve_until_stopped(bridge))
+    return 0
+
+
+def _journal_path(bridge: Bridge) -> str:
+    journal = bridge._journal
+    if not isinstance(journal, SQLiteJournal):
+        raise CLIError("this bridge has no journal file (journal=None), so it cannot keep sidecar tokens")
+    return str(journal.path)
+
+
+def _when(stamp: float) -> str:
+    return datetime.datetime.fromtimestamp(stamp, tz=datetime.UTC).isoformat(timespec="seconds")
+
+
+def _as_json(token: SidecarToken) -> dict[str, Any]:
+    data = {
+        "id": token.id,
+        "run_id": token.run_id,
+        "tools": list(token.tools),
+        "max_calls": token.max_calls,
+        "calls": token.calls,
+        "created_at": token.created_at,
+        "expires_at": token.expires_at,
+        "revoked_at": token.revoked_at,
+        "active": token.active(),
+    }
+    if token.token is not None:
+        data["token"] = token.token
+    return data
+
+
+def _mint(args: argparse.Namespace) -> int:
+    bridge = load_bridge(args.target)
+    tools = sorted(bridge.tools) if args.all_tools else list(args.tool)
+    if not tools:
+        raise CLIError("name the tools the token may call with --tool NAME (or --all-tools)")
+    unknown = sorted(set(tools) - set(bridge.tools))
+    if unknown:
+        raise CLIError(f"{args.target} has no registered tool named {', '.join(map(repr, unknown))}")
+    try:
+        ttl = ttl_seconds(args.ttl)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+    async def mint() -> SidecarToken:
+        async with open_token_store(_journal_path(bridge)) as store:
+            return await store.mint(run_id=args.run, tools=tools, max_calls=args.max_calls, ttl=ttl)
+
+    try:
+        token = asyncio.run(mint())
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.json:
+        print(json.dumps(_as_json(token)))
+    else:
+        print(token.token)
+        print(
+            f"toolbridge: token {token.id} for run {token.run_id!r}: {', '.join(token.tools)}; "
+            f"{token.max_calls} calls; expires {_when(token.expires_at)}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    bridge = load_bridge(args.target)
+
+    async def listing() -> list[SidecarToken]:
+        async with open_token_store(_journal_path(bridge)) as store:
+            return await store.list()
+
+    tokens = asyncio.run(listing())
+    if args.json:
+        print(json.dumps([_as_json(token) for token in tokens]))
+        return 0
+    for token in tokens:
+        state = "revoked" if token.revoked_at is not None else "active" if token.active() else "expired"
+        print(
+            f"{token.id}  {state:<8} run={token.run_id}  calls={token.calls}/{token.max_calls}  "
+            f"expires={_when(token.expires_at)}  tools={','.join(token.tools)}"
+        )
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    bridge = load_bridge(args.target)
+
+    async def revoke() -> bool:
+        async with open_token_store(_journal_path(bridge)) as store:
+            return await store.revoke(args.token_id)
+
+    if not asyncio.run(revoke()):
+        raise CLIError(f"no active token {args.token_id!r} to revoke (unknown or already revoked)")
+    print(f"toolbridge: revoked token {args.token_id}", file=sys.stderr)
+    return 0

@@ -1,0 +1,1 @@
+"""``step.sandbox``: commands and snippets as durable steps."""

@@ -1,0 +1,196 @@
+"""``step.sandbox``: commands and snippets whose code calls the host's tools.
+
+A command is a durable step. While it runs, its process holds a token granting its own
+tools; every tool call it makes is a step nested under it. A command that completed is not
+run again on replay; one interrupted by a crash runs again, and the calls it had completed
+are answered from the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from toolbridge._calls.scope import CommandScope
+from toolbridge._commands.services import Services, command_environment
+from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import expect_kind
+from toolbridge._errors import SandboxError
+from toolbridge._json import canonical, dumps
+from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
+from toolbridge._records import StepRecord
+from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
+from toolbridge._tools.tool import to_tools
+
+__all__ = ["CommandResult", "Commands", "execute_command"]
+
+OUTPUT_LIMIT = 1024 * 1024
+"""Bytes of a command's stdout, and of its stderr, that are kept."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How a command ended.
+
+    Attributes:
+        exit_code: The process's exit code; negative when it was killed by a signal.
+        stdout: What it wrote to stdout (the first MiB), decoded as UTF-8.
+        stderr: What it wrote to stderr (the first MiB), decoded as UTF-8.
+        stopped: Why toolbridge stopped it, if it did: ``"timeout"`` or ``"max_calls"``.
+        replayed: True when this result came from the journal without running anything.
+    """
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    stopped: Literal["timeout", "max_calls"] | None = None
+    replayed: bool = False
+
+
+def _argv(command: str | Sequence[str]) -> list[str]:
+    argv = shlex.split(command) if isinstance(command, str) else [str(part) for part in command]
+    if not argv:
+        raise ValueError("command is empty")
+    return argv
+
+
+class Commands:
+    """``step.sandbox.commands``: run a command whose code may call tools."""
+
+    def __init__(self, services: Services, run: RunState, key_for: Callable[[str], str]) -> None:
+        self._services = services
+        self._run = run
+        self._key_for = key_for
+
+    async def run(
+        self,
+        name: str,
+        command: str | Sequence[str],
+        *,
+        tools: Mapping[str, object] | None = None,
+        tool_options: ToolOptions | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> CommandResult:
+        """Run ``command`` as a durable step; its code calls ``tools`` by name.
+
+        Args:
+            name: The step id of the command in the run.
+            command: A string (split like a shell would, but run without one) or a list.
+            tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``.
+            tool_options: Limits and retries for the calls (``ToolOptions()`` by default).
+            timeout: Seconds before the command's process tree is killed (5 minutes).
+            env: Variables added to the command's scrubbed environment.
+            cwd: Working directory; the host's current directory by default.
+
+        Returns:
+            The command's :class:`CommandResult`; on replay, the recorded one.
+
+        Raises:
+            ValueError, TypeError: for invalid tools, names or options, before anything runs.
+            SandboxError: when the sandbox cannot start the command.
+        """
+        argv = _argv(command)
+        tool_map = to_tools(tools or {})
+        options = tool_options or ToolOptions()
+        work_dir = Path(cwd) if cwd is not None else Path.cwd()
+        key = self._key_for(name)
+        rec = self._run.claim(key)
+        if rec is not None and rec.status == "completed":
+            recorded = json.loads(expect_kind(rec, "command").output_json or "{}")
+            return CommandResult(**{**recorded, "replayed": True})
+
+        async def work() -> CommandResult:
+            step, outcome = await execute_command(
+                self._services,
+                self._run,
+                key,
+                kind="command",
+                name=name,
+                argv=argv,
+                tools=tool_map,
+                options=options,
+                timeout=timeout,
+                env=env,
+                cwd=work_dir,
+            )
+            result = CommandResult(
+                exit_code=outcome.exit_code,
+                stdout=outcome.stdout.decode(errors="replace"),
+                stderr=outcome.stderr.decode(errors="replace"),
+                stopped=outcome.stopped if outcome.stopped != "cancelled" else None,
+            )
+            recorded = asdict(result)
+            del recorded["replayed"]
+            step.complete(dumps(recorded))
+            await self._run.journal.write(step)
+            return result
+
+        return await self._run.single_flight(key, work, shield=False)
+
+
+async def execute_command(
+    services: Services,
+    run: RunState,
+    key: str,
+    *,
+    kind: str,
+    name: str,
+    argv: list[str],
+    tools: Mapping[str, Any],
+    options: ToolOptions,
+    timeout: float | None,
+    env: Mapping[str, str] | None,
+    cwd: Path,
+    writable: Sequence[Path] = (),
+) -> tuple[StepRecord, ProcessOutcome]:
+    """Start a command step (or restart an interrupted one) and run it to its end.
+
+    The caller records the step's outcome. A command that could not start is recorded as
+    failed and raises; replay starts it again, since the cause is usually the machine.
+    """
+    rec = run.steps.get(key)
+    if rec is None:
+        rec = run.new_step(
+            key,
+            parent_key=None,
+            kind=kind,
+            name=name,
+            input_json=canonical({"argv": argv, "tools": sorted(tools), "cwd": str(cwd)}),
+        )
+    else:
+        expect_kind(rec, kind)
+        rec.status, rec.error, rec.finished_at = "running", None, None
+    rec.attempts += 1
+    run.journal.write(rec)
+    run.executed_parents.add(key)
+    scope = CommandScope(
+        run=run, command_key=key, tools=dict(tools), options=options, steps_factory=services.steps_factory
+    )
+    token, token_id = services.tokens.mint(scope)
+    spec = LaunchSpec(
+        argv=argv,
+        env=command_environment(services, token, env),
+        cwd=cwd,
+        timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
+        output_limit=OUTPUT_LIMIT,
+        read_only_paths=services.runtime.read_only_paths,
+        writable_paths=list(writable),
+        socket_dir=services.socket_dir,
+    )
+    try:
+        outcome = await services.launcher.run(spec, scope.stop)
+    except SandboxError as exc:
+        rec.fail({"type": "SandboxError", "message": str(exc)})
+        await run.journal.write(rec)
+        raise
+    finally:
+        services.tokens.revoke(token_id)
+    run.mark_stale(key)
+    return rec, outcome

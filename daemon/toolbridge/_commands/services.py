@@ -1,0 +1,54 @@
+"""What commands need from the bridge that runs them, and the environment a command gets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolbridge._calls.scope import CommandScope
+from toolbridge._durable.eventbus import EventBus
+from toolbridge._durable.steps import StepsFactory
+from toolbridge._journal.sqlite import Journal
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.runtime.python import SandboxRuntime
+from toolbridge._tokens import TokenRegistry
+
+__all__ = ["Services", "command_environment"]
+
+
+@dataclass(frozen=True)
+class Services:
+    """What commands need from the bridge that runs them."""
+
+    journal: Journal
+    launcher: Launcher
+    runtime: SandboxRuntime
+    tokens: TokenRegistry[CommandScope]
+    address: str
+    socket_dir: Path | None
+    events: EventBus
+    steps_factory: StepsFactory
+
+
+def command_environment(services: Services, token: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """A command's whole environment: nothing of the host's, only what the client needs."""
+    runtime = services.runtime
+    env = {
+        "PATH": runtime.path,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "TOOLBRIDGE_ADDRESS": services.address,
+        "TOOLBRIDGE_TOKEN": token,
+    }
+    env.update(runtime.node_environment)
+    for name, value in (extra or {}).items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError("env= must map strings to strings")
+        # Node options given by the caller come after the daemon's (its module hook).
+        if name == "NODE_OPTIONS" and "NODE_OPTIONS" in env:
+            value = f"{env[name]} {value}"
+        env[name] = value
+    return env

@@ -1,0 +1,233 @@
+"""``step.sandbox.python`` / ``step.sandbox.typescript``: snippets run as durable steps.
+
+A snippet is a command whose runner defines ``tools``, allows top-level ``await`` and
+``return``, and writes the returned value to a result file the daemon reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from toolbridge._commands.commands import Commands, execute_command
+from toolbridge._commands.services import Services
+from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import expect_kind
+from toolbridge._errors import SandboxError, SnippetError
+from toolbridge._json import canonical
+from toolbridge._options import ToolOptions
+from toolbridge._records import StepRecord
+from toolbridge._sandbox.launcher import ProcessOutcome
+from toolbridge._schema.schema import SchemaValidationError, schema_from
+from toolbridge._tools.tool import to_tools
+
+__all__ = ["Sandbox"]
+
+STDERR_TAIL = 4000
+"""Characters of a failed snippet's stderr quoted in its error."""
+
+
+class Sandbox:
+    """``step.sandbox``: commands, and snippets with ``tools`` already defined."""
+
+    def __init__(self, services: Services, run: RunState, key_for: Callable[[str], str]) -> None:
+        self._services = services
+        self._run = run
+        self._key_for = key_for
+        self.commands = Commands(services, run, key_for)
+
+    async def python(
+        self,
+        step_id: str,
+        code: str,
+        *,
+        tools: Mapping[str, object] | None = None,
+        output: Any = None,
+        tool_options: ToolOptions | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Run a Python snippet in the sandbox as a durable step and return its value.
+
+        The snippet may use top-level ``await`` and ``return``; ``tools``, ``ToolError`` and
+        ``definitions`` are defined without an import. The returned value travels as JSON
+        and is validated against ``output`` (a type, a pydantic model or a JSON Schema).
+
+        Raises:
+            SnippetError: when the snippet raises, exits non-zero, or returns a value that
+                fails validation (recorded, so a replay raises it again).
+            SandboxError: when the sandbox cannot start.
+        """
+        return await self._snippet(
+            "python",
+            step_id,
+            code,
+            "snippet.py",
+            ["python3", "-m", "inngest_tools._runner"],
+            tools=tools,
+            output=output,
+            tool_options=tool_options,
+            timeout=timeout,
+            env=env,
+        )
+
+    async def typescript(
+        self,
+        step_id: str,
+        code: str,
+        *,
+        tools: Mapping[str, object] | None = None,
+        output: Any = None,
+        tool_options: ToolOptions | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Run a TypeScript snippet under Node as a durable step; see :meth:`python`."""
+        runtime = self._services.runtime
+        runner = runtime.node_path
+        if runner is None or runtime.node_problem is not None:
+            raise SandboxError(
+                f"cannot run TypeScript snippets: {runtime.node_problem or 'the Node client is not set up'}"
+            )
+        return await self._snippet(
+            "typescript",
+            step_id,
+            code,
+            "snippet.ts",
+            ["node", str(runner / "inngest_tools" / "runner.js")],
+            tools=tools,
+            output=output,
+            tool_options=tool_options,
+            timeout=timeout,
+            env=env,
+        )
+
+    async def _snippet(
+        self,
+        kind: str,
+        step_id: str,
+        code: str,
+        filename: str,
+        runner: list[str],
+        *,
+        tools: Mapping[str, object] | None,
+        output: Any,
+        tool_options: ToolOptions | None,
+        timeout: float | None,
+        env: Mapping[str, str] | None,
+    ) -> Any:
+        if not isinstance(code, str):
+            raise TypeError("code must be a string")
+        tool_map = to_tools(tools or {})
+        output_schema = schema_from(output)
+        options = tool_options or ToolOptions()
+        key = self._key_for(step_id)
+        rec = self._run.claim(key)
+
+        def result(step: StepRecord) -> Any:
+            if step.status == "failed":
+                error = step.error or {}
+                raise SnippetError(
+                    str(error.get("message", "the snippet failed")),
+                    exit_code=error.get("exit_code"),
+                    stderr=str(error.get("stderr", "")),
+                )
+            value = json.loads(step.output_json or "null")
+            if output_schema is None:
+                return value
+            try:
+                return output_schema.validate_python(value, strict=False)
+            except SchemaValidationError as exc:
+                raise SnippetError(f"the snippet's value does not match output: {exc}") from None
+
+        # A snippet that could not start is tried again; any other outcome is replayed.
+        if rec is not None and rec.done and not _failed_to_start(expect_kind(rec, kind)):
+            return result(rec)
+
+        async def work() -> Any:
+            work_dir = Path(tempfile.mkdtemp(prefix="toolbridge-snippet-"))
+            try:
+                (work_dir / filename).write_text(code, encoding="utf-8")
+                result_path = work_dir / "result.json"
+                step, outcome = await execute_command(
+                    self._services,
+                    self._run,
+                    key,
+                    kind=kind,
+                    name=step_id,
+                    argv=[*runner, filename],
+                    tools=tool_map,
+                    options=options,
+                    timeout=timeout,
+                    env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
+                    cwd=work_dir,
+                    writable=[work_dir],
+                )
+                step.input_json = canonical({"code": code, "tools": sorted(tool_map)})
+                _record_snippet(step, outcome, result_path, output_schema)
+            finally:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            await self._run.journal.write(step)
+            return result(step)
+
+        return await self._run.single_flight(key, work, shield=False)
+
+
+def _failed_to_start(rec: StepRecord) -> bool:
+    return rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError"
+
+
+RESULT_LIMIT = 16 * 1024 * 1024
+"""Bytes of a snippet's returned value that are read back."""
+
+
+def _read_result(path: Path) -> str | None:
+    """The snippet's result file, if it is a plain file the sandbox wrote.
+
+    The sandbox controls its work directory: the result could be a symlink to a host file
+    (which the daemon must not read for it) or a FIFO (which would block the daemon).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(RESULT_LIMIT + 1)
+    if len(data) > RESULT_LIMIT:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _record_snippet(step: StepRecord, outcome: ProcessOutcome, result_path: Path, output_schema: Any) -> None:
+    stderr = outcome.stderr.decode(errors="replace")[-STDERR_TAIL:]
+    failure: dict[str, Any] = {"type": "SnippetError", "exit_code": outcome.exit_code, "stderr": stderr}
+    if outcome.stopped is not None:
+        step.fail({**failure, "message": f"the snippet was stopped ({outcome.stopped})"})
+        return
+    if outcome.exit_code != 0:
+        last_line = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+        step.fail(
+            {**failure, "message": f"the snippet failed with exit code {outcome.exit_code}: {last_line}"}
+        )
+        return
+    text = _read_result(result_path)
+    if text is None:
+        message = "the snippet left no result (no plain result file of at most 16 MiB)"
+        step.fail({**failure, "message": message})
+        return
+    try:
+        value = json.loads(text)
+        if output_schema is not None:
+            output_schema.validate_python(value, strict=False)
+    except (ValueError, SchemaValidationError) as exc:
+        step.fail({**failure, "message": f"the snippet's value does not match output: {exc}"})
+        return
+    step.complete(canonical(value))

@@ -1,0 +1,1 @@
+"""Tool definitions in each model API's format."""

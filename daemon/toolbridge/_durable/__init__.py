@@ -1,0 +1,1 @@
+"""The replay engine: run state, durable steps, attempts, the error boundary, events."""

@@ -1,0 +1,1 @@
+"""The journal: the only place in the package that speaks SQL."""

@@ -1,0 +1,1 @@
+"""Starting processes in a sandbox. Knows nothing of runs, journals or tools."""

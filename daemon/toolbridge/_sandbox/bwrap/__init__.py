@@ -1,0 +1,1 @@
+"""The bubblewrap launcher: its plan, its user, its cgroups."""

@@ -1,0 +1,1 @@
+"""Pure validation: schemas from pydantic models, JSON Schema dicts and signatures."""

@@ -1,0 +1,1 @@
+"""The gRPC edge: the only importer of the generated code."""

@@ -1,0 +1,337 @@
+"""Sidecar tokens: sandboxes started elsewhere (a container, a remote VM) calling a bridge's tools.
+
+A host mints a token for each such sandbox, naming the run its calls belong to, the
+registered tools it may call, a call budget and an expiry. Tokens live in the journal's
+SQLite file (only a hash of the secret), so ``toolbridge token`` in one process mints or
+revokes what ``toolbridge serve`` in another accepts. Every call checks the token again,
+so a revoked or expired token stops working at once, even on a stream opened before.
+
+The calls of a token are steps of its run, nested under one ``sidecar`` step per token: they
+are journaled, retried and replayed like a command's calls. The call budget counts every
+call made with the token, across daemon restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolbridge._calls.scope import CommandScope
+from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import StepsFactory
+from toolbridge._errors import ToolbridgeError
+from toolbridge._journal.sqlite import Journal, SQLiteJournal
+from toolbridge._json import canonical, dumps
+from toolbridge._options import ToolOptions
+from toolbridge._records import now
+from toolbridge._tokens import new_token, secret_matches, split_token
+from toolbridge._tools.tool import Tool
+
+__all__ = ["SidecarToken"]
+
+MAX_TTL = 30 * 24 * 3600.0
+"""The longest a sidecar token may live, in seconds (30 days)."""
+
+_COLUMNS = "token_id, run_id, tools_json, max_calls, calls, created_at, expires_at, revoked_at"
+_INSERT = (
+    "INSERT INTO sidecar_tokens (token_id, secret_hash, run_id, tools_json, max_calls, calls, "
+    "created_at, expires_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)"
+)
+_REVOKE = "UPDATE sidecar_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL"
+_COUNT_CALLS = "UPDATE sidecar_tokens SET calls = ? WHERE token_id = ? AND calls < ?"
+
+
+@dataclass(frozen=True)
+class SidecarToken:
+    """A token that lets a sandbox started outside the daemon call some of its tools.
+
+    Attributes:
+        id: Names the token (for revoking and listing); not a secret.
+        run_id: The durable run its calls are recorded in.
+        tools: The registered tools it may call.
+        max_calls: How many calls it may make in all.
+        calls: How many it has made (as last recorded).
+        created_at: When it was minted (seconds since the epoch).
+        expires_at: When it stops working (seconds since the epoch).
+        revoked_at: When it was revoked, if it was.
+        token: The bearer token to hand to the sandbox as ``TOOLBRIDGE_TOKEN``; only known
+            right after minting (only a hash is stored).
+    """
+
+    id: str
+    run_id: str
+    tools: tuple[str, ...]
+    max_calls: int
+    calls: int
+    created_at: float
+    expires_at: float
+    revoked_at: float | None = None
+    token: str | None = None
+
+    def active(self, at: float | None = None) -> bool:
+        """Whether the token is neither revoked nor expired (now, or at ``at``)."""
+        return self.revoked_at is None and (now() if at is None else at) < self.expires_at
+
+
+def _from_row(row: Sequence[Any]) -> SidecarToken:
+    return SidecarToken(
+        id=row[0],
+        run_id=row[1],
+        tools=tuple(json.loads(row[2])),
+        max_calls=row[3],
+        calls=row[4],
+        created_at=row[5],
+        expires_at=row[6],
+        revoked_at=row[7],
+    )
+
+
+def _sqlite(journal: Journal) -> SQLiteJournal:
+    if not isinstance(journal, SQLiteJournal):
+        raise ToolbridgeError(
+            "sidecar tokens are kept in the journal: open the Bridge with a journal file, not journal=None"
+        )
+    return journal
+
+
+def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -> tuple[str, ...]:
+    """Validate what a token is to grant; returns the tool names.
+
+    Raises:
+        ValueError, TypeError: for a bad run id, tool list, budget or lifetime.
+    """
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
+        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    if isinstance(tools, str) or not isinstance(tools, Sequence):
+        raise TypeError("tools must be a list of tool names")
+    names = tuple(dict.fromkeys(tools))
+    if not names or not all(isinstance(name, str) for name in names):
+        raise ValueError("a sidecar token must grant at least one tool, by name")
+    if not isinstance(max_calls, int) or isinstance(max_calls, bool) or max_calls < 1:
+        raise ValueError("max_calls must be a whole number of at least 1")
+    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 < ttl <= MAX_TTL:
+        raise ValueError(f"ttl must be a positive number of seconds, at most {MAX_TTL:.0f} (30 days)")
+    return names
+
+
+class TokenStore:
+    """Sidecar tokens in the journal's database."""
+
+    def __init__(self, journal: Journal) -> None:
+        self._journal = journal
+
+    async def mint(self, *, run_id: str, tools: Sequence[str], max_calls: int, ttl: float) -> SidecarToken:
+        """Store a new token (committed before this returns) and return it with its secret."""
+        journal = _sqlite(self._journal)
+        names = check_grant(run_id, tools, max_calls, ttl)
+        token, token_id, secret_hash = new_token()
+        created = now()
+        minted = SidecarToken(
+            id=token_id,
+            run_id=run_id,
+            tools=names,
+            max_calls=max_calls,
+            calls=0,
+            created_at=created,
+            expires_at=created + float(ttl),
+            token=token,
+        )
+        await journal.execute(
+            _INSERT,
+            (token_id, secret_hash.hex(), run_id, dumps(list(names)), max_calls, created, minted.expires_at),
+            key=("sidecar-token", token_id),
+        )
+        return minted
+
+    async def revoke(self, token_id: str) -> bool:
+        """Revoke a token; False when there is no such token or it already was."""
+        found = await self.get(token_id)
+        if found is None or found.revoked_at is not None:
+            return False
+        await _sqlite(self._journal).execute(_REVOKE, (now(), token_id), key=("sidecar-revoke", token_id))
+        return True
+
+    async def get(self, token_id: str) -> SidecarToken | None:
+        row = await self._fetch_one(f"SELECT {_COLUMNS} FROM sidecar_tokens WHERE token_id = ?", (token_id,))
+        return None if row is None else _from_row(row)
+
+    async def list(self) -> list[SidecarToken]:
+        """Every token, newest first."""
+        db = _sqlite(self._journal).db
+        async with db.execute(f"SELECT {_COLUMNS} FROM sidecar_tokens ORDER BY created_at DESC") as cursor:
+            return [_from_row(row) for row in await cursor.fetchall()]
+
+    async def check(self, token: str) -> SidecarToken | None:
+        """The token's grant if it is well formed, known, matches, and is active."""
+        parts = split_token(token)
+        if parts is None:
+            return None
+        row = await self._fetch_one(
+            f"SELECT {_COLUMNS}, secret_hash FROM sidecar_tokens WHERE token_id = ?", (parts[0],)
+        )
+        if row is None:
+            return None
+        try:
+            secret_hash = bytes.fromhex(row[-1])
+        except ValueError:
+            return None
+        if not secret_matches(parts[1], secret_hash):
+            return None
+        found = _from_row(row)
+        return found if found.active() else None
+
+    def record_calls(self, token_id: str, calls: int) -> None:
+        """Persist a token's call count with the next group commit."""
+        _sqlite(self._journal).execute(
+            _COUNT_CALLS, (calls, token_id, calls), key=("sidecar-calls", token_id)
+        )
+
+    async def _fetch_one(self, sql: str, params: tuple[Any, ...]) -> Sequence[Any] | None:
+        db = _sqlite(self._journal).db
+        async with db.execute(sql, params) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else tuple(row)
+
+
+@contextlib.asynccontextmanager
+async def open_token_store(path: str | Path) -> AsyncIterator[TokenStore]:
+    """The tokens of a journal file, without serving (for ``toolbridge token``)."""
+    journal = SQLiteJournal(path)
+    await journal.open()
+    try:
+        yield TokenStore(journal)
+    finally:
+        await journal.close()
+
+
+@dataclass(eq=False)
+class _Served:
+    token: SidecarToken
+    scope: CommandScope
+    step_key: str
+
+
+class SidecarScopes:
+    """Turns valid sidecar tokens into call scopes, one per token, while a bridge serves.
+
+    Args:
+        journal: The bridge's journal.
+        tools: The bridge's registered tools (read at a token's first call).
+        runs: The bridge's live runs, shared with ``bridge.run``.
+        steps_factory: Gives tool groups their ``ctx.step``.
+        background: The bridge's tool calls that outlive their askers, cancelled on close.
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        tools: Mapping[str, Tool],
+        runs: dict[str, RunState],
+        steps_factory: StepsFactory,
+        background: set[asyncio.Future[Any]],
+    ) -> None:
+        self.store = TokenStore(journal)
+        self._journal = journal
+        self._tools = tools
+        self._runs = runs
+        self._steps_factory = steps_factory
+        self._background = background
+        self._served: dict[str, _Served] = {}
+        self._lock = asyncio.Lock()
+
+    async def resolve(self, token: str) -> CommandScope | None:
+        """The scope of an active sidecar token, else ``None``."""
+        if not isinstance(self._journal, SQLiteJournal) or split_token(token) is None:
+            return None
+        grant = await self.store.check(token)
+        if grant is None:
+            return None
+        served = self._served.get(grant.id)
+        if served is None:
+            async with self._lock:
+                served = self._served.get(grant.id) or await self._serve(grant)
+        return served.scope
+
+    async def _serve(self, grant: SidecarToken) -> _Served:
+        run = self._runs.get(grant.run_id)
+        if run is None:
+            recorded = await self._journal.enter_run(grant.run_id)
+            run = self._runs.setdefault(
+                grant.run_id, RunState(grant.run_id, recorded, self._journal, self._background)
+            )
+        else:
+            await self._journal.enter_run(grant.run_id)
+        run.entries += 1
+        key = f"sidecar-{grant.id}"
+        rec = run.claim(key)
+        if rec is None:
+            rec = run.new_step(
+                key,
+                parent_key=None,
+                kind="sidecar",
+                name=grant.id,
+                input_json=canonical(
+                    {"tools": list(grant.tools), "max_calls": grant.max_calls, "expires_at": grant.expires_at}
+                ),
+            )
+        else:
+            rec.status, rec.error, rec.finished_at = "running", None, None
+        rec.attempts += 1
+        await self._journal.write(rec)
+        run.executed_parents.add(key)
+        scope = CommandScope(
+            run=run,
+            command_key=key,
+            tools={name: self._tools[name] for name in grant.tools if name in self._tools},
+            options=ToolOptions(max_calls=grant.max_calls),
+            steps_factory=self._steps_factory,
+            calls=grant.calls,
+        )
+        token_id = grant.id
+        scope.on_call = lambda current: self.store.record_calls(token_id, current.calls)
+        served = _Served(grant, scope, key)
+        self._served[grant.id] = served
+        return served
+
+    async def release(self, token_id: str) -> None:
+        """Stop serving one token (its step is closed; a later valid call reopens it)."""
+        served = self._served.pop(token_id, None)
+        if served is not None:
+            await self._close(served)
+
+    async def close(self) -> None:
+        """Close every token's step and leave its run; called when the bridge stops serving."""
+        served, self._served = list(self._served.values()), {}
+        for entry in served:
+            await self._close(entry)
+
+    async def _close(self, served: _Served) -> None:
+        run = served.scope.run
+        rec = run.steps[served.step_key]
+        rec.complete(dumps({"calls": min(served.scope.calls, served.token.max_calls)}))
+        await self._journal.write(rec)
+        run.entries -= 1
+        if run.entries == 0:
+            self._runs.pop(run.run_id, None)
+            await self._journal.end_run(run.run_id, "completed")
+
+
+def ttl_seconds(text: str) -> float:
+    """``"90"``, ``"90s"``, ``"15m"``, ``"2h"`` or ``"7d"`` as seconds."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    text = text.strip().lower()
+    scale = units.get(text[-1:])
+    number = text[:-1] if scale is not None else text
+    try:
+        value = float(number) * (scale or 1)
+    except ValueError:
+        raise ValueError(f"invalid duration {text!r}: use seconds or a number with s, m, h or d") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"invalid duration {text!r}: it must be positive")
+    return value

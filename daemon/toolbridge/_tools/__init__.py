@@ -1,0 +1,1 @@
+"""Tool declarations: tools, their context, durable functions and event types."""

@@ -1,0 +1,94 @@
+"""Durable functions: started by an event or invoked by a step, and usable as tools.
+
+A durable function is a handler with a trigger (an :class:`EventType`). It runs as a durable
+run when its event is sent, as a nested step when ``step.invoke`` calls it, and as a tool when
+it is given to a command: the sandbox's named arguments become the event's data, checked
+against the trigger's schema, and the caller gets the function's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolbridge._records import now
+from toolbridge._schema.signature import describe
+from toolbridge._tools.context import StepsAPI, ToolContext
+from toolbridge._tools.events import Event, EventType
+from toolbridge._tools.tool import Tool, call_maybe_async
+
+__all__ = ["DurableFunction", "FunctionContext"]
+
+
+@dataclass(frozen=True)
+class FunctionContext:
+    """What a durable function's handler receives.
+
+    Attributes:
+        event: The event that started it (or the data it was invoked with).
+        step: Durable steps, nested under this function's run or call.
+        run_id: The durable run it belongs to.
+    """
+
+    event: Event
+    step: StepsAPI
+    run_id: str
+
+
+@dataclass(frozen=True)
+class DurableFunction:
+    """A handler with an id and a trigger. Declare one with ``@bridge.function(...)``."""
+
+    id: str
+    trigger: EventType | None
+    handler: Callable[[FunctionContext], Any]
+    description: str = ""
+
+    @property
+    def event_name(self) -> str:
+        return self.trigger.name if self.trigger is not None else f"invoke/{self.id}"
+
+    def event(self, data: dict[str, Any], event_id: str) -> Event:
+        """The event a direct call (a tool call, an invoke) runs the handler with."""
+        return Event(name=self.event_name, data=data, id=event_id, ts=now())
+
+    async def call(self, event: Event, step: StepsAPI, run_id: str) -> Any:
+        return await call_maybe_async(self.handler, FunctionContext(event=event, step=step, run_id=run_id))
+
+    def __toolbridge_tool__(self) -> Tool:
+        """The function as a tool: named arguments become the event data."""
+        schema = self.trigger.schema if self.trigger is not None else None
+
+        async def run_as_tool(args: Any, ctx: ToolContext) -> Any:
+            data = schema.to_jsonable(args) if schema is not None else args
+            return await self.call(self.event(dict(data), f"inv_{ctx.idempotency_key}"), ctx.step, ctx.run_id)
+
+        return Tool(
+            kind="group",
+            handler=run_as_tool,
+            description=self.description,
+            input_schema=schema,
+            # Like an event schema that strips what it does not know: extra fields are ignored.
+            strict=False,
+        )
+
+
+def make_function(
+    handler: Callable[[FunctionContext], Any], *, id: str, trigger: EventType | None, description: str | None
+) -> DurableFunction:
+    """Build a durable function, checking what it was declared with.
+
+    Raises:
+        ValueError: for an empty id.
+        TypeError: for a handler that is not callable or a trigger that is not an EventType.
+    """
+    if not isinstance(id, str) or not id:
+        raise ValueError("a durable function needs a non-empty id")
+    if not callable(handler):
+        raise TypeError(f"a durable function's handler must be a function, got {handler!r}")
+    if trigger is not None and not isinstance(trigger, EventType):
+        raise TypeError("trigger= takes event_type(name, schema=...)")
+    return DurableFunction(
+        id=id, trigger=trigger, handler=handler, description=description or describe(handler)[0]
+    )

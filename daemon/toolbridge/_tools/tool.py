@@ -1,0 +1,373 @@
+"""Tool declarations: frozen definitions, built and checked when a tool is declared.
+
+Three ways to make a tool:
+
+- a plain callable, sync or async: the sandbox calls it with positional arguments, checked
+  against its signature;
+- ``tool.step(...)``: named arguments validated against ``input``, a result validated against
+  ``output``, ``run(args, ctx)`` with a stable ``ctx.idempotency_key``;
+- ``tool.group(...)``: like ``tool.step``, and its body may run durable steps through
+  ``ctx.step``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from toolbridge._json import canonical
+from toolbridge._schema.nulls import NullOmission
+from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
+from toolbridge._schema.signature import FunctionSignature, describe, read_signature
+from toolbridge._tools.context import ToolContext
+
+__all__ = ["Tool", "check_tool_name", "to_tool", "tool"]
+
+TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+ToolKind = Literal["function", "step", "group"]
+Hook = Callable[[Any], Any]
+
+
+def check_tool_name(name: object) -> str:
+    """Return ``name`` if it is a valid tool name.
+
+    Raises:
+        ValueError: naming the rule, for anything else.
+    """
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid tool name {name!r}: a tool name starts with a letter, followed by "
+            "letters, digits or '_', at most 64 characters in all"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """Validated arguments, ready for the tool's handler."""
+
+    args: list[Any]
+    kwargs: dict[str, Any]
+    make_input: Callable[[], Any] = field(repr=False)
+
+    @functools.cached_property
+    def input(self) -> Any:
+        """The arguments as plain JSON data, for hooks; built only when one asks."""
+        return self.make_input()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A tool's frozen definition. Build one with ``tool.step``, ``tool.group`` or a callable."""
+
+    kind: ToolKind
+    handler: Callable[..., Any]
+    description: str = ""
+    input_schema: Schema | None = None
+    output_schema: Schema | None = None
+    strict: bool = True
+    at_most_once: bool = False
+    attempts: int | None = None
+    on_start: Hook | None = None
+    on_finish: Hook | None = None
+    requires_confirmation: bool = False
+    signature: FunctionSignature | None = field(default=None, repr=False)
+    handler_takes_context: bool = True
+
+    def bind(self, positional: list[Any], named: dict[str, Any], named_json: bytes) -> BoundCall:
+        """Validate arguments from the sandbox.
+
+        A ``null`` given for an optional argument that does not accept null means "not
+        given" (OpenAI's strict mode sends one for every argument it leaves out); everything
+        else is validated against the tool's own schema, ``strict`` or not.
+
+        Raises:
+            SchemaValidationError: naming each offending field.
+        """
+        if self.kind == "function":
+            if self.signature is None:
+                return BoundCall(positional, named, lambda: {"args": positional, "kwargs": named})
+            given = {"args": positional, "kwargs": named} if named else positional
+            if named and self._nulls is not None:
+                named = self._nulls.apply(named)
+            args, kwargs = self.signature.bind(positional, named)
+            return BoundCall(args, kwargs, lambda: given)
+        if positional and named:
+            raise SchemaValidationError([("", "pass named arguments or one object, not both")])
+        if len(positional) > 1:
+            raise SchemaValidationError(
+                [
+                    (
+                        "",
+                        "this tool takes named arguments (or one object), "
+                        f"got {len(positional)} positional arguments",
+                    )
+                ]
+            )
+        raw: Any = positional[0] if positional else named
+        if self.input_schema is None:
+            return BoundCall([raw], {}, lambda: raw)
+        given = raw
+        if self._nulls is not None and (not named_json or b"null" in named_json):
+            given = self._nulls.apply(raw)
+        # Validated from the bytes received when they are the whole input, as they usually are.
+        text = named_json if named and named_json and given is raw else canonical(given)
+        schema = self.input_schema
+        value = schema.validate_json(text, strict=self.strict)
+        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
+
+    def rebind(self, changed_input: Any) -> BoundCall:
+        """Validate an input rewritten by ``on_start``."""
+        if self.kind == "function":
+            args = changed_input if isinstance(changed_input, list) else [changed_input]
+            return self.bind(list(args), {}, b"")
+        schema = self.input_schema
+        if schema is None:
+            return BoundCall([changed_input], {}, lambda: changed_input)
+        value = schema.validate_python(changed_input, strict=False)
+        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
+
+    @functools.cached_property
+    def _nulls(self) -> NullOmission | None:
+        """Where a call may hold a null meaning "not given" (see :mod:`_nulls`); None if nowhere."""
+        schema = self.signature.schema if self.signature is not None else self.input_schema
+        if schema is None:
+            return None
+        omission = NullOmission(schema.json_schema)
+        return omission if omission.needed else None
+
+    async def invoke(self, call: BoundCall, context: ToolContext) -> Any:
+        """Run the handler once. Sync handlers run in a worker thread."""
+        args = list(call.args)
+        if self.kind != "function" and self.handler_takes_context:
+            args.append(context)
+        return await call_maybe_async(self.handler, *args, **call.kwargs)
+
+    def result_to_jsonable(self, value: Any) -> Any:
+        """Validate a result against ``output`` and return it as plain JSON data.
+
+        Raises:
+            SchemaValidationError: when the result does not match ``output``.
+        """
+        if self.output_schema is None:
+            return value
+        validated = self.output_schema.validate_python(value, strict=False)
+        return self.output_schema.to_jsonable(validated)
+
+
+async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
+        return await func(*args, **kwargs)
+    result = await asyncio.to_thread(func, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+async def call_hook(hook: Hook, value: Any) -> Any:
+    """Run a lifecycle hook; a hook returning ``None`` leaves the value unchanged."""
+    changed = hook(value)
+    if inspect.isawaitable(changed):
+        changed = await changed
+    return value if changed is None else changed
+
+
+def _takes_context(run: Callable[..., Any]) -> bool:
+    try:
+        parameters = list(inspect.signature(run).parameters.values())
+    except ValueError:
+        return True
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not 1 <= len(positional) <= 2:
+        raise TypeError(
+            f"run={run!r} must take (args) or (args, ctx); it takes {len(positional)} positional parameters"
+        )
+    return len(positional) == 2
+
+
+class _ToolFactory:
+    """``tool.step(...)`` and ``tool.group(...)``: declare tools with validated arguments."""
+
+    def step(
+        self,
+        *,
+        run: Callable[..., Any] | Callable[..., Awaitable[Any]],
+        description: str = "",
+        input: Any = None,
+        output: Any = None,
+        strict: bool = True,
+        at_most_once: bool = False,
+        attempts: int | None = None,
+        on_start: Hook | None = None,
+        on_finish: Hook | None = None,
+        requires_confirmation: bool = False,
+    ) -> Tool:
+        """Declare a tool whose named arguments are validated before it runs.
+
+        Args:
+            run: ``run(args, ctx)`` (or ``run(args)``), sync or async. ``args`` is the
+                validated input (a model instance for a pydantic model); ``ctx`` is a
+                :class:`ToolContext`.
+            description: What the tool does, for the model that decides to call it.
+            input: A pydantic model (or type) or a JSON Schema dict for the arguments.
+                Without one, the tool takes any object.
+            output: A pydantic model (or type) or a JSON Schema dict the result must match.
+            strict: Pydantic strict mode, and no fields beyond those the schema declares,
+                at any depth (the default). ``False`` allows lax coercion (``"2"`` for
+                ``2``) and passes extra fields through to ``run``. Either way a call that
+                does not validate gets a ``ValidationError`` naming each field, and ``run``
+                does not run.
+            at_most_once: Never run the tool twice for one call: a call interrupted by a
+                crash fails with ``StepInterrupted`` on replay instead of running again.
+            attempts: Tries in all before a failure is final; defaults to
+                ``ToolOptions.attempts``.
+            on_start: ``on_start(input)``, sync or async, gets the validated input as JSON
+                data before ``run``: it may return a changed input (validated again), return
+                ``None`` to keep it, or raise to refuse the call (a ``ToolError`` reaches the
+                sandbox as raised; any other exception as a generic ``Refused`` error).
+            on_finish: ``on_finish(result)``, sync or async, gets what ``run`` returned and
+                may return a changed result (which must still match ``output``), or raise
+                to fail the call. Both hooks are journaled with the call's step.
+            requires_confirmation: Marks the tool, in its definitions, as one a person
+                should confirm before it runs.
+
+        Raises:
+            TypeError: when ``run``, ``input`` or ``output`` cannot be used.
+            ValueError: when ``attempts`` is below 1.
+        """
+        return self._declare(
+            "step",
+            run,
+            description,
+            input,
+            output,
+            strict,
+            at_most_once,
+            attempts,
+            on_start,
+            on_finish,
+            requires_confirmation,
+        )
+
+    def group(
+        self,
+        *,
+        run: Callable[..., Any],
+        description: str = "",
+        input: Any = None,
+        output: Any = None,
+        strict: bool = True,
+        attempts: int | None = None,
+        on_start: Hook | None = None,
+        on_finish: Hook | None = None,
+        requires_confirmation: bool = False,
+    ) -> Tool:
+        """Declare a tool whose body runs durable steps through ``ctx.step``.
+
+        Takes the same options as :meth:`step`. Each step the body runs (``ctx.step.run``,
+        ``ctx.step.sleep``, ``ctx.step.invoke``, ``ctx.step.send_event``,
+        ``ctx.step.wait_for_event``) is journaled under the tool call, so a retried or
+        replayed call skips the steps that already completed.
+        """
+        return self._declare(
+            "group",
+            run,
+            description,
+            input,
+            output,
+            strict,
+            False,
+            attempts,
+            on_start,
+            on_finish,
+            requires_confirmation,
+        )
+
+    @staticmethod
+    def _declare(
+        kind: ToolKind,
+        run: Callable[..., Any],
+        description: str,
+        input_declared: Any,
+        output_declared: Any,
+        strict: bool,
+        at_most_once: bool,
+        attempts: int | None,
+        on_start: Hook | None,
+        on_finish: Hook | None,
+        requires_confirmation: bool,
+    ) -> Tool:
+        if not callable(run):
+            raise TypeError(f"run= must be a function, got {run!r}")
+        if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
+            raise ValueError("attempts= must be a whole number of at least 1")
+        for hook_name, hook in (("on_start", on_start), ("on_finish", on_finish)):
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{hook_name}= must be a function, got {hook!r}")
+        return Tool(
+            kind=kind,
+            handler=run,
+            description=description or describe(run)[0],
+            input_schema=schema_from(input_declared),
+            output_schema=schema_from(output_declared),
+            strict=strict,
+            at_most_once=at_most_once,
+            attempts=attempts,
+            on_start=on_start,
+            on_finish=on_finish,
+            requires_confirmation=requires_confirmation,
+            handler_takes_context=_takes_context(run),
+        )
+
+
+tool = _ToolFactory()
+"""Declare tools: ``tool.step(...)`` and ``tool.group(...)``."""
+
+
+def to_tool(value: object) -> Tool:
+    """The :class:`Tool` for anything accepted as a tool.
+
+    Raises:
+        TypeError: for values that are not tools, naming what is accepted.
+    """
+    if isinstance(value, Tool):
+        return value
+    as_tool = getattr(value, "__toolbridge_tool__", None)
+    if as_tool is not None:
+        result = as_tool()
+        if isinstance(result, Tool):
+            return result
+    if callable(value):
+        description, _ = describe(value)
+        signature = read_signature(value)
+        return Tool(
+            kind="function",
+            handler=value,
+            description=description,
+            signature=signature,
+            input_schema=None if signature is None else signature.schema,
+            strict=False,
+        )
+    raise TypeError(
+        f"{value!r} is not a tool: pass a function, tool.step(...), tool.group(...) or a durable function"
+    )
+
+
+def to_tools(tools: Mapping[str, object]) -> dict[str, Tool]:
+    """Check names and convert every value of a ``tools=`` mapping.
+
+    Raises:
+        ValueError: for an invalid name.
+        TypeError: for a value that is not a tool.
+    """
+    if not isinstance(tools, Mapping):
+        raise TypeError("tools= must be a dict of name -> tool")
+    return {check_tool_name(name): to_tool(value) for name, value in tools.items()}
