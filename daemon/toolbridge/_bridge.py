@@ -20,6 +20,7 @@ from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._commands.snippets import Sandbox
 from toolbridge._durable.eventbus import EventBus
+from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._errors import ToolbridgeError
@@ -108,17 +109,15 @@ class Bridge:
         self._listen = listen
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._tools: dict[str, Tool] = to_tools(tools or {})
-        self._runs: dict[str, RunState] = {}
         self._background: set[asyncio.Future[Any]] = set()
+        self._runs = Runs(self._journal, self._background)
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._services: Services | None = None
-        self._sidecar = SidecarScopes(
-            self._journal, self._tools, self._runs, nested_steps(self._events), self._background
-        )
+        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
         self.address = ""
         """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
 
@@ -358,10 +357,12 @@ class Bridge:
 
         run_id = _check_run_id(run_id or uuid.uuid4().hex)
         async with self.run(run_id):
+            state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
+            assert state is not None
             return await call_registered_tool(
                 self._services.steps_factory,
-                self._runs[run_id],
+                state,
                 self._tools,
                 name,
                 arguments,
@@ -380,25 +381,15 @@ class Bridge:
         """
         services = self._require_open()
         run_id = _check_run_id(run_id or uuid.uuid4().hex)
-        state = self._runs.get(run_id)
-        if state is None:
-            recorded = await self._journal.enter_run(run_id)
-            state = self._runs.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
-        else:
-            await self._journal.enter_run(run_id)
-        state.entries += 1
+        state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)
         except Exception as exc:
-            await self._journal.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+            await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
             raise
         else:
             state.mark_stale(None)
-            await self._journal.end_run(run_id, "completed")
-        finally:
-            state.entries -= 1
-            if state.entries == 0:
-                self._runs.pop(run_id, None)
+            await self._runs.leave(state, "completed")
 
 
 class Step(Steps):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
-from toolbridge._durable.runstate import RunState
+from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.sqlite import Journal, SQLiteJournal
@@ -223,25 +223,22 @@ class SidecarScopes:
     Args:
         journal: The bridge's journal.
         tools: The bridge's registered tools (read at a token's first call).
-        runs: The bridge's live runs, shared with ``bridge.run``.
+        runs: The bridge's open runs, shared with ``bridge.run``.
         steps_factory: Gives tool groups their ``ctx.step``.
-        background: The bridge's tool calls that outlive their askers, cancelled on close.
     """
 
     def __init__(
         self,
         journal: Journal,
         tools: Mapping[str, Tool],
-        runs: dict[str, RunState],
+        runs: Runs,
         steps_factory: StepsFactory,
-        background: set[asyncio.Future[Any]],
     ) -> None:
         self.store = TokenStore(journal)
         self._journal = journal
         self._tools = tools
         self._runs = runs
         self._steps_factory = steps_factory
-        self._background = background
         self._served: dict[str, _Served] = {}
         self._lock = asyncio.Lock()
 
@@ -259,15 +256,7 @@ class SidecarScopes:
         return served.scope
 
     async def _serve(self, grant: SidecarToken) -> _Served:
-        run = self._runs.get(grant.run_id)
-        if run is None:
-            recorded = await self._journal.enter_run(grant.run_id)
-            run = self._runs.setdefault(
-                grant.run_id, RunState(grant.run_id, recorded, self._journal, self._background)
-            )
-        else:
-            await self._journal.enter_run(grant.run_id)
-        run.entries += 1
+        run = await self._runs.enter(grant.run_id)
         key = f"sidecar-{grant.id}"
         rec = run.claim(key)
         if rec is None:
@@ -316,10 +305,7 @@ class SidecarScopes:
         rec = run.steps[served.step_key]
         rec.complete(dumps({"calls": min(served.scope.calls, served.token.max_calls)}))
         await self._journal.write(rec)
-        run.entries -= 1
-        if run.entries == 0:
-            self._runs.pop(run.run_id, None)
-            await self._journal.end_run(run.run_id, "completed")
+        await self._runs.leave(run, None)
 
 
 def ttl_seconds(text: str) -> float:
