@@ -272,18 +272,24 @@ def test_downward_and_internal_edges_pass(tmp_path: Path) -> None:
 
 
 def test_a_leaf_importing_a_sibling_is_found(tmp_path: Path) -> None:
-    problems = _violations(tmp_path, {"_sandbox/run.py": "from pkg._journal import sqlite\n", "_journal/sqlite.py": ""})
-    assert problems == ["pkg._sandbox.run:1 imports pkg._journal.sqlite: _sandbox is a leaf and may import only layer 0"]
+    files = {"_sandbox/run.py": "from pkg._journal import sqlite\n", "_journal/sqlite.py": ""}
+    assert _violations(tmp_path, files) == [
+        "pkg._sandbox.run:1 imports pkg._journal.sqlite: _sandbox is a leaf and may import only layer 0"
+    ]
 
 
 def test_a_forbidden_sibling_edge_is_found(tmp_path: Path) -> None:
-    problems = _violations(tmp_path, {"_definitions/build.py": "import pkg._durable.steps\n", "_durable/steps.py": ""})
-    assert problems == ["pkg._definitions.build:1 imports pkg._durable.steps: _definitions must never import _durable"]
+    files = {"_definitions/build.py": "import pkg._durable.steps\n", "_durable/steps.py": ""}
+    assert _violations(tmp_path, files) == [
+        "pkg._definitions.build:1 imports pkg._durable.steps: _definitions must never import _durable"
+    ]
 
 
 def test_a_module_without_a_layer_is_named(tmp_path: Path) -> None:
     problems = _violations(tmp_path, {"_misc.py": "", "_bridge.py": "from pkg import _misc\n"})
-    assert problems == [f"pkg._bridge:1 imports pkg._misc: pkg._misc has no layer; add it to LAYERS in {__name__}"]
+    assert problems == [
+        f"pkg._bridge:1 imports pkg._misc: pkg._misc has no layer; add it to LAYERS in {__name__}"
+    ]
 
 
 def test_a_runtime_cycle_is_found_and_a_type_checking_one_is_not(tmp_path: Path) -> None:
@@ -293,7 +299,7 @@ def test_a_runtime_cycle_is_found_and_a_type_checking_one_is_not(tmp_path: Path)
             "_calls/a.py": "from pkg._calls import b\n",
             "_calls/b.py": "from pkg._calls.c import x\n",
             "_calls/c.py": "import pkg._calls.a\n",
-            "_tools/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg._tools import e\n",
+            "_tools/d.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg._tools import e\n",
             "_tools/e.py": "from pkg._tools import d\n",
             "_tools/f.py": "def g():\n    from pkg._tools import h\n",
             "_tools/h.py": "from pkg._tools import f\n",
