@@ -198,12 +198,16 @@ class ToolHarness:
         self._events = EventBus(journal)
         self._runs = Runs(journal, self._background)
         self._run = await self._runs.enter(self.run_id)
-        self._scope = CommandScope(
-            run=self._run,
+        # A command's calls share one scope (its budget, its key counter), as they share a token.
+        self._scope = self._new_scope(self._run, self._events) if self._command else None
+
+    def _new_scope(self, run: RunState, events: EventBus) -> CommandScope:
+        return CommandScope(
+            run=run,
             command_key=self._command,
             tools=dict(self._tools),
             options=self.options,
-            steps_factory=nested_steps(self._events),
+            steps_factory=nested_steps(events),
         )
 
     async def _leave(self) -> None:
@@ -244,9 +248,13 @@ class ToolHarness:
         self, name: str, positional_json: bytes = b"", named_json: bytes = b""
     ) -> SandboxCall:
         """Call ``name`` with the request's argument bytes exactly as given (malformed or not)."""
-        self._open()
-        assert self._scope is not None
-        return await _call(self._scope, name, positional_json, named_json)
+        run, events = self._open()
+        scope = self._scope
+        if scope is None:
+            # The host makes each call on its own, as Bridge.call_tool does: two identical
+            # calls at once have one step key, and run once.
+            scope = self._new_scope(run, events)
+        return await _call(scope, name, positional_json, named_json)
 
     async def recorded(self) -> list[StepRecord]:
         """Every step of the run as the journal holds it now, in the order they began."""
