@@ -143,15 +143,19 @@ async def test_a_recorded_step_returns_its_value_and_its_failure() -> None:
         runs.append("fail")
         raise ToolError("no", type="No", retryable=False)
 
+    def value() -> dict[str, int]:
+        runs.append("value")
+        return {"a": 1}
+
     async with ToolHarness({}, options=NO_WAIT) as harness:
-        assert await harness.step.run("value", lambda: runs.append("value") or {"a": 1}) == {"a": 1}
+        assert await harness.step.run("value", value) == {"a": 1}
         with pytest.raises(StepError):
             await harness.step.run("failure", fail)
         await harness.restart()
-        assert await harness.step.run("value", lambda: runs.append("again")) == {"a": 1}
+        assert await harness.step.run("value", value) == {"a": 1}
         with pytest.raises(StepError):
             await harness.step.run("failure", fail)
-    assert runs == ["value", "fail"]
+    assert runs == ["value", "fail"]  # neither ran on replay
 
 
 async def test_children_a_re_run_group_no_longer_asks_for_are_marked_stale() -> None:
@@ -283,6 +287,17 @@ async def test_a_command_over_its_call_budget_is_stopped(tmp_path: Path) -> None
     assert result.stopped == "max_calls"
     assert result.exit_code == -9
     assert result.stdout == "MaxCallsExceeded"
+
+
+async def test_a_script_past_its_timeout_is_stopped() -> None:
+    async def stuck(sandbox: FakeSandbox) -> int:
+        sandbox.write("working")
+        await asyncio.Event().wait()
+        return 0
+
+    async with FakeLauncher(stuck).bridge(None) as bridge, bridge.run() as step:
+        result = await step.sandbox.commands.run("stuck", "stuck", timeout=0.05)
+    assert (result.stopped, result.exit_code, result.stdout) == ("timeout", -9, "working")
 
 
 async def test_a_commands_token_ends_with_it(tmp_path: Path) -> None:
