@@ -232,8 +232,9 @@ class ToolHarness:
         """Stand for a host that stopped and started again on the same journal.
 
         Calls still running are abandoned (left ``running`` in the journal, as a killed
-        host leaves them), the journal is closed and opened again, and the run is entered
-        afresh from what the journal holds: calls made again are replayed from it.
+        host leaves them), the run's entry is left and the journal closed, as a closing
+        bridge does; then the journal is opened again and the run entered afresh from what
+        the journal holds: calls made again are replayed from it.
         """
         self._open()
         await self._leave()
@@ -272,8 +273,9 @@ class FakeSandbox:
 
     Attributes:
         spec: The command as the daemon asked for it (``argv``, ``env``, ``cwd``...).
-        stdout: What the command printed; the script appends to it (``print(..., file=...)``
-            works too, through :meth:`write`).
+        stdout: What the command printed: :meth:`write` appends to it, and so does
+            ``print(..., file=sandbox)``.
+        stderr: What the command wrote to stderr (the traceback, when the script raised).
     """
 
     def __init__(self, spec: LaunchSpec, resolve: Callable[[str], Awaitable[CommandScope | None]] | None):
