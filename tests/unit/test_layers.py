@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,3 +329,52 @@ def test_a_private_attribute_read_is_found(tmp_path: Path) -> None:
 def test_every_layered_part_exists(part: str) -> None:
     """A stale entry in LAYERS would let a renamed module escape its layer."""
     assert (PACKAGE_DIR / f"{part}.py").exists() or (PACKAGE_DIR / part).is_dir()
+
+
+# --- the generated code's one importer per side (ruff's banned-api rule, TID251) -----------------
+
+RUFF = Path(sys.executable).parent / "ruff"
+
+
+def _banned(filename: str, source: str) -> list[str]:
+    """TID251 findings ruff reports for ``source`` as if it were ``filename`` in this repo."""
+    done = subprocess.run(
+        [
+            str(RUFF),
+            "check",
+            "--select",
+            "TID251",
+            "--output-format",
+            "concise",
+            "--stdin-filename",
+            filename,
+            "-",
+        ],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE_DIR.parents[1],
+        check=False,
+    )
+    return [line for line in done.stdout.splitlines() if "TID251" in line]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from toolbridge._server._proto import toolbridge_pb2\n",
+        "from .._server._proto.toolbridge_pb2 import CallToolRequest\n",
+        "import toolbridge._server._proto.toolbridge_pb2_grpc\n",
+        "import inngest_tools._proto.toolbridge_pb2\n",
+    ],
+)
+def test_generated_code_is_banned_outside_its_importer(source: str) -> None:
+    assert len(_banned("daemon/toolbridge/_calls/call.py", source)) == 1
+
+
+def test_each_side_has_its_one_importer() -> None:
+    server = "from toolbridge._server._proto import toolbridge_pb2\n"
+    client = "from inngest_tools._proto import toolbridge_pb2\n"
+    assert _banned("daemon/toolbridge/_server/service.py", server) == []
+    assert _banned("clients/python/inngest_tools/_client.py", client) == []
+    assert len(_banned("clients/python/inngest_tools/__init__.py", client)) == 1
