@@ -28,7 +28,7 @@ from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJ
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
-from toolbridge._server.service import start_server
+from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES, start_server
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -79,6 +79,8 @@ class Bridge:
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
         tools: Tools registered on the bridge, for use outside a single command (the
             ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
+        max_request_bytes: The largest call the transport reads (``RESOURCE_EXHAUSTED`` above
+            it): at least the largest ``ToolOptions.max_request_bytes`` in use.
 
     Example::
 
@@ -98,7 +100,9 @@ class Bridge:
         listen: str | None = None,
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
+        self._max_request_bytes = max_request_bytes
         self._journal: Journal = (
             NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
         )
@@ -224,7 +228,9 @@ class Bridge:
                 self._socket = self._private_dir / "bridge.sock"
             socket_dir = self._socket.parent
             address = f"unix:{self._socket}"
-        self._server, bound = await start_server(self._authenticate, [address])
+        self._server, bound = await start_server(
+            self._authenticate, [address], max_request_bytes=self._max_request_bytes
+        )
         self.address = bound[0]
         self._services = Services(
             journal=self._journal,
