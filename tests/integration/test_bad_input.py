@@ -52,7 +52,9 @@ BAD_CALLS = [
     pytest.param(call_bytes(b"ec\xffho", b'["x"]'), "the tool name is not valid UTF-8", id="tool-name-utf8"),
     pytest.param(call_bytes(b"echo", b"[1e999]"), "the number 1e999 is out of range", id="1e999"),
     pytest.param(
-        call_bytes(b"echo", b"[" + b"7" * 5000 + b"]"), "an integer of 5000 digits is too long", id="5000-digits"
+        call_bytes(b"echo", b"[" + b"7" * 5000 + b"]"),
+        "an integer of 5000 digits is too long",
+        id="5000-digits",
     ),
     pytest.param(call_bytes(b"echo", b'["\\ud800"]'), "lone surrogate \\ud800", id="lone-surrogate"),
 ]
@@ -115,7 +117,9 @@ async def test_stream_bad_input_is_answered_under_its_call_id_and_the_stream_sta
     assert answers[3].response.result_json == b'"after"'
 
 
-async def test_a_message_that_is_not_protobuf_ends_only_its_own_stream(bridge: Bridge, tmp_path: Path) -> None:
+async def test_a_message_that_is_not_protobuf_ends_only_its_own_stream(
+    bridge: Bridge, tmp_path: Path
+) -> None:
     async with held_command(bridge, tmp_path, {"echo": echo}) as held:
         with pytest.raises(grpc.RpcError) as refused:
             await unary(held, b"\xff\xff\xff")
@@ -135,8 +139,13 @@ async def test_a_message_that_is_not_protobuf_ends_only_its_own_stream(bridge: B
 
 
 async def test_list_tools_refuses_bytes_that_are_not_its_request(bridge: Bridge, tmp_path: Path) -> None:
-    async with held_command(bridge, tmp_path, {"echo": echo}) as held, aio.insecure_channel(held.address) as channel:
-        rpc = channel.unary_unary(f"{SERVICE}/ListTools", response_deserializer=pb.ListToolsResponse.FromString)
+    async with (
+        held_command(bridge, tmp_path, {"echo": echo}) as held,
+        aio.insecure_channel(held.address) as channel,
+    ):
+        rpc = channel.unary_unary(
+            f"{SERVICE}/ListTools", response_deserializer=pb.ListToolsResponse.FromString
+        )
         with pytest.raises(grpc.RpcError) as refused:
             await rpc(b"\xff\xff\xff", metadata=held.metadata, timeout=WAIT)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
