@@ -246,6 +246,14 @@ async def _finish(
     else:
         assert result is not None
         rec.complete(result)
-    await scope.run.journal.write(rec)
+    try:
+        await scope.run.journal.write(rec)
+    except JournalError:
+        # The outcome is not on disk, so it must not be in memory either: a replay while the
+        # run is live then does what it does after a crash (runs the call again, with the
+        # same idempotency key, or refuses an at-most-once tool), and no reply runs ahead of
+        # the journal. The server answers UNAVAILABLE.
+        rec.status, rec.output_json, rec.error, rec.finished_at = "running", None, None, None
+        raise
     _failpoints.hit("after_result_recorded")
     return _outcome(rec, replayed=False)

@@ -284,7 +284,8 @@ class _Servicer:
             while (reply := await answers.get()) is not None:
                 if isinstance(reply, _Status):
                     await context.abort(reply.code, reply.message)
-                yield reply  # type: ignore[misc]
+                else:
+                    yield reply
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
