@@ -56,9 +56,7 @@ def _parse_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         shown = text if len(text) <= 40 else text[:37] + "..."
-        raise JSONFormatError(
-            f"the number {shown} is out of range for a 64-bit float; send it as a string"
-        )
+        raise JSONFormatError(f"the number {shown} is out of range for a 64-bit float; send it as a string")
     return value
 
 
