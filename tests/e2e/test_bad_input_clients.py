@@ -4,6 +4,8 @@ A lone surrogate goes through each client's public API (both send it escaped, as
 ``JSON.stringify`` does, and the daemon names it; it used to hang the Node client). ``1e999``
 and a 5,000-digit integer cannot be written by either client's encoder, so they go through
 the client's own connection as raw JSON bytes, as a client in another language could send.
+A tool name with a lone surrogate cannot be sent as asked (the proto codecs refuse it or put
+U+FFFD in its place), so both clients refuse it themselves, with the same error type.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ async function main() {
   const rawEcho = (text) => raw.call("echo", Buffer.from(text), Buffer.alloc(0)).then(decodeStreamAnswer);
   const out = {
     surrogate: await errorOf(() => tools.echo("a\\ud800b")),
+    badName: await errorOf(() => tools["ec\\ud800ho"]("x")),
     after: await errorOf(() => tools.echo("after")),
     e999: await errorOf(() => rawEcho("[1e999]")),
     digits: await errorOf(() => rawEcho("[" + "7".repeat(5000) + "]")),
@@ -63,6 +66,7 @@ async def raw_echo(text):
 async def main():
     out = {
         "surrogate": await outcome(tools.echo("a\\ud800b")),
+        "badName": await outcome(tools["ec\\ud800ho"]("x")),
         "after": await outcome(tools.echo("after")),
         "e999": await outcome(raw_echo(b"[1e999]")),
         "digits": await outcome(raw_echo(b"[" + b"7" * 5000 + b"]")),
@@ -77,6 +81,8 @@ EXPECTED = {
     "surrogate": "lone surrogate \\ud800",
     "e999": "the number 1e999 is out of range",
     "digits": "an integer of 5000 digits is too long",
+    # Refused by the client itself: the proto codec cannot carry it as the name asked for.
+    "badName": "is not valid Unicode (it holds a lone surrogate)",
 }
 
 

@@ -180,3 +180,11 @@ test("a lone surrogate is sent escaped, its refusal comes back, and the stream s
   assert.deepEqual(await client.tools.strict("after"), ["after"]);
   assert.equal(daemon.streamsOpened, opened);
 });
+
+test("a tool name with a lone surrogate fails with InvalidArgument and nothing is sent", async () => {
+  connectTo(daemon.address);
+  const sent = daemon.requests.length;
+  await rejectsWith(client.tools["ec\ud800ho"](), { type: "InvalidArgument", message: /not valid Unicode/ });
+  assert.equal(daemon.requests.length, sent);
+  assert.deepEqual(await client.tools.echo("\ud83d\ude00"), ["\ud83d\ude00"]);
+});

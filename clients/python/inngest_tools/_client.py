@@ -154,9 +154,15 @@ class _Connection:
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
+        try:
+            request = stream_request(call_id, name, positional, named)
+        except UnicodeEncodeError:
+            raise ToolError(
+                f"the tool name {name!r} is not valid Unicode (it holds a lone surrogate)",
+                type="InvalidArgument",
+            ) from None
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
-        request = stream_request(call_id, name, positional, named)
         stream: Any = None
         try:
             async with self._write_lock:
