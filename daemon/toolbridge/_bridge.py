@@ -24,6 +24,7 @@ from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
+from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -74,6 +75,8 @@ class Bridge:
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
         tools: Tools registered on the bridge, for use outside a single command (the
             ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
+        max_request_bytes: The largest call the transport reads (``RESOURCE_EXHAUSTED`` above
+            it): at least the largest ``ToolOptions.max_request_bytes`` in use.
 
     Example::
 
@@ -93,7 +96,9 @@ class Bridge:
         listen: str | None = None,
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
+        self._max_request_bytes = max_request_bytes
         self._journal: Journal = (
             NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
         )
@@ -233,7 +238,7 @@ class Bridge:
         return self
 
     async def _serve(self) -> None:
-        address = await self._endpoint.start(self._authenticate)
+        address = await self._endpoint.start(self._authenticate, max_request_bytes=self._max_request_bytes)
         self._services = Services(
             journal=self._journal,
             launcher=self._launcher,

@@ -152,7 +152,14 @@ class ReplayMismatchError(JournalError):
     """
 
 
-StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE"]
+StatusCode = Literal[
+    "NOT_FOUND",
+    "INVALID_ARGUMENT",
+    "RESOURCE_EXHAUSTED",
+    "UNAUTHENTICATED",
+    "UNAVAILABLE",
+    "FAILED_PRECONDITION",
+]
 
 
 class ProtocolError(Exception):
