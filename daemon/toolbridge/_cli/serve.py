@@ -18,7 +18,6 @@ from typing import Any
 
 from toolbridge._bridge import Bridge
 from toolbridge._cli.target import CLIError, load_bridge
-from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
 
 
@@ -109,10 +108,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _journal_path(bridge: Bridge) -> str:
-    journal = bridge._journal
-    if not isinstance(journal, SQLiteJournal):
+    location = bridge._journal.location
+    if location is None:
         raise CLIError("this bridge has no journal file (journal=None), so it cannot keep sidecar tokens")
-    return str(journal.path)
+    return location
 
 
 def _when(stamp: float) -> str:
