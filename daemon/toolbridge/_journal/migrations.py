@@ -12,6 +12,7 @@ once do not both migrate it, and a failed migration leaves the file as it was.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -162,8 +163,13 @@ async def migrate(db: aiosqlite.Connection, path: Path) -> None:
         for number, statements in enumerate(MIGRATIONS, start=1):
             if number in applied:
                 continue
-            for statement in statements:
-                await db.execute(statement)
+            try:
+                for statement in statements:
+                    await db.execute(statement)
+            except sqlite3.Error as exc:
+                raise JournalError(
+                    f"{path}: migration {number} failed, the file is left as it was: {exc}"
+                ) from exc
             await _record(db, {number})
         problems = list(await db.execute_fetchall("PRAGMA foreign_key_check"))
         if problems:
