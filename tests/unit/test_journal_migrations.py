@@ -29,7 +29,9 @@ CREATE TABLE steps (
 );
 CREATE INDEX steps_by_parent ON steps (run_id, parent_key);
 CREATE INDEX runs_by_start ON runs (started_at);
-CREATE TABLE events (event_id TEXT PRIMARY KEY, name TEXT NOT NULL, data_json TEXT NOT NULL, ts REAL NOT NULL);
+CREATE TABLE events (
+    event_id TEXT PRIMARY KEY, name TEXT NOT NULL, data_json TEXT NOT NULL, ts REAL NOT NULL
+);
 CREATE INDEX events_by_name ON events (name, ts);
 CREATE TABLE sidecar_tokens (
     token_id TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, run_id TEXT NOT NULL,
@@ -44,7 +46,8 @@ def old_journal(path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.executescript(OLD_SCHEMA)
         db.execute(
-            "INSERT INTO runs VALUES ('order-1', 'completed', 1700000000.25, 1700000002.5, 1700000002.5, 1, NULL)"
+            "INSERT INTO runs VALUES "
+            "('order-1', 'completed', 1700000000.25, 1700000002.5, 1700000002.5, 1, NULL)"
         )
         db.execute(
             "INSERT INTO steps VALUES ('order-1', 'charge', NULL, 1, 'tool', 'charge', 'tbk_1', "
@@ -107,7 +110,7 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(journal_path: Path) 
     with sqlite3.connect(journal_path) as db:
         db.execute("CREATE TABLE runs_new (x)")  # in the way of migration 4's rebuild
     with pytest.raises(
-        JournalError, match="migration 4 failed, the file is left as it was: .*already exists"
+        JournalError, match=r"migration 4 failed, the file is left as it was: .*already exists"
     ):
         await SQLiteJournal(journal_path).open()
     with sqlite3.connect(journal_path) as db:

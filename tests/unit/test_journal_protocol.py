@@ -69,7 +69,7 @@ def test_open_journal_picks_the_implementation_by_location(tmp_path: Path) -> No
     assert isinstance(open_journal(str(tmp_path / "j.db")), SQLiteJournal)
     assert isinstance(open_journal(None), NullJournal)
     for url in ("postgresql://u:secret@db/toolbridge", "postgres://db/toolbridge"):
-        with pytest.raises(ValueError, match="PostgreSQL journal .* not supported yet") as caught:
+        with pytest.raises(ValueError, match=r"PostgreSQL journal .* not supported yet") as caught:
             open_journal(url)
         assert "secret" not in str(caught.value)
     with pytest.raises(ValueError, match="unknown journal location"):
