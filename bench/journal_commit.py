@@ -36,8 +36,9 @@ _UPSERT = (
 
 
 def record(index: int) -> StepRecord:
+    key = f"k{index}"
     rec = StepRecord(
-        run_id="bench", key=f"k{index}", parent_key=None, seq=index, kind="tool", name="t", idempotency_key="k"
+        run_id="bench", key=key, parent_key=None, seq=index, kind="tool", name="t", idempotency_key=key
     )
     rec.complete('{"ok":true}')
     return rec

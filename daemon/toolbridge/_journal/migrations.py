@@ -142,6 +142,8 @@ LEGACY_VERSIONS = 3
 
 async def migrate(db: aiosqlite.Connection, path: Path) -> None:
     """Bring the file at ``path`` to the latest schema, adopting a ``user_version`` file."""
+    if await _up_to_date(db):
+        return  # the usual case: no write transaction, so readers (toolbridge trace) never wait
     # Rebuilding a table that others reference needs foreign keys off, and that pragma is
     # a no-op inside a transaction: set it around the transaction.
     await db.execute("PRAGMA foreign_keys=OFF")
@@ -181,6 +183,16 @@ async def migrate(db: aiosqlite.Connection, path: Path) -> None:
         raise
     finally:
         await db.execute("PRAGMA foreign_keys=ON")
+
+
+async def _up_to_date(db: aiosqlite.Connection) -> bool:
+    table = await db.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    )
+    if not list(table):
+        return False
+    versions = {row[0] for row in await db.execute_fetchall("SELECT version FROM schema_migrations")}
+    return versions == set(range(1, len(MIGRATIONS) + 1))
 
 
 async def _record(db: aiosqlite.Connection, versions: set[int]) -> None:

@@ -44,16 +44,21 @@ from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord,
 
 __all__ = ["SQLiteJournal", "new_owner"]
 
-_ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
+_ROWS_PER_STATEMENT = 500  # 17 values x 500 rows stays far below SQLite's 32766 parameters
 
+# Fenced in the statement itself: a row is written only while its run's fence is the one this
+# journal took (the 17th value); RETURNING names the rows written, so the others are refused.
 _UPSERT_STEPS = (
-    f"INSERT INTO steps ({r.STEP_COLUMNS}) VALUES",
-    f"({', '.join('?' * 16)})",
-    """ON CONFLICT (run_id, step_key) DO UPDATE SET
+    f"INSERT INTO steps ({r.STEP_COLUMNS}) "
+    f"SELECT {', '.join(f'column{i}' for i in range(1, 17))} FROM (VALUES",
+    f"({', '.join('?' * 17)})",
+    """) AS v WHERE EXISTS (SELECT 1 FROM runs WHERE runs.run_id = v.column1 AND runs.fence = v.column17)
+    ON CONFLICT (run_id, step_key) DO UPDATE SET
         status = excluded.status, input_json = excluded.input_json,
         output_json = excluded.output_json, error_json = excluded.error_json,
         attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-        finished_at = excluded.finished_at, stale = excluded.stale""",
+        finished_at = excluded.finished_at, stale = excluded.stale
+    RETURNING run_id, step_key""",
 )
 # Taken when the run is new, already ours, released, or its holder's lease has expired. A new
 # holder increases the fence, which refuses the previous holder's late writes.
@@ -89,6 +94,10 @@ _COUNT_CALL = """UPDATE sidecar_tokens SET calls = calls + 1
 def new_owner() -> str:
     """An owner id for one journal instance: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def _not_entered(run_id: str) -> JournalError:
+    return JournalError(f"run {run_id!r} was not entered by this journal: enter it before writing to it")
 
 
 def _daemon_thread(connection: aiosqlite.Connection) -> aiosqlite.Connection:
@@ -156,7 +165,8 @@ class SQLiteJournal:
         try:
             # Runs still held are free at once, not only when their leases run out. The
             # last write, after the last batch: a single statement, its own transaction.
-            await self._db.execute(_RELEASE_ALL, (self.owner,))
+            if self._held:
+                await self._db.execute(_RELEASE_ALL, (self.owner,))
         finally:
             await self._db.close()
         self._db = None
@@ -293,13 +303,26 @@ class SQLiteJournal:
             pending.error = RunBusyError(run_id, owner, expires / 1000)
 
     async def _steps(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
-        fences = await self._fences(db, {pending.params[0] for pending in writes})
-        allowed = [pending for pending in writes if self._fenced(pending, pending.params[0], fences)]
+        fenced: list[tuple[Pending, int]] = []
+        for pending in writes:
+            held = self._held.get(pending.params[0])
+            if held is None:
+                pending.error = _not_entered(pending.params[0])
+            else:
+                fenced.append((pending, held))
         head, placeholders, tail = _UPSERT_STEPS
-        for start in range(0, len(allowed), _ROWS_PER_STATEMENT):
-            chunk = allowed[start : start + _ROWS_PER_STATEMENT]
+        written: set[tuple[str, str]] = set()
+        for start in range(0, len(fenced), _ROWS_PER_STATEMENT):
+            chunk = fenced[start : start + _ROWS_PER_STATEMENT]
             sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
-            await db.execute(sql, tuple(value for pending in chunk for value in pending.params))
+            params = tuple(value for pending, held in chunk for value in (*pending.params, held))
+            written.update((row[0], row[1]) for row in await db.execute_fetchall(sql, params))
+        refused = [pending for pending, _ in fenced if (pending.params[0], pending.params[1]) not in written]
+        if refused:  # taken over: say by whom
+            fences = await self._fences(db, {pending.params[0] for pending in refused})
+            for pending in refused:
+                current = fences.get(pending.params[0])
+                pending.error = RunLeaseLostError(pending.params[0], None if current is None else current[0])
 
     async def _fences(self, db: aiosqlite.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
         """The current owner and fence of each run, read inside the batch's transaction."""
@@ -318,7 +341,7 @@ class SQLiteJournal:
         held = self._held.get(run_id)
         current = fences.get(run_id)
         if held is None:
-            pending.error = JournalError(f"run {run_id!r} was not entered through this journal")
+            pending.error = _not_entered(run_id)
         elif current is None or current[1] != held:
             pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
         return pending.error is None
