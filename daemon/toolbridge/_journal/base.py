@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from toolbridge._journal.null import NullJournal
+from toolbridge._journal.sqlite import Durability, SQLiteJournal
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["Durability", "Journal", "open_journal"]
-
-Durability = Literal["normal", "full"]
 
 
 class Journal(Protocol):
@@ -124,9 +124,6 @@ def open_journal(
     Raises:
         ValueError: for a location no implementation serves (a PostgreSQL URL, for now).
     """
-    from toolbridge._journal.null import NullJournal
-    from toolbridge._journal.sqlite import SQLiteJournal
-
     if location is None:
         return NullJournal()
     text = os.fspath(location)

@@ -31,18 +31,20 @@ import socket
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
-from toolbridge._journal.base import Durability
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.migrations import migrate
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
-__all__ = ["SQLiteJournal", "new_owner"]
+__all__ = ["Durability", "SQLiteJournal", "new_owner"]
+
+Durability = Literal["normal", "full"]
+"""``"normal"`` survives a killed process (``synchronous=NORMAL``), ``"full"`` a power loss."""
 
 _ROWS_PER_STATEMENT = 500  # 17 values x 500 rows stays far below SQLite's 32766 parameters
 
