@@ -14,7 +14,7 @@ from typing import Any
 
 from toolbridge._durable.boundary import catch
 from toolbridge._errors import ToolError
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
 
