@@ -40,7 +40,8 @@ _NEVER = (".ts", ".mts", ".cts", ".map")
 def _load_resolver(root: Path) -> ModuleType:
     """The daemon's own npm resolution (standard library only), loaded by its path."""
     spec = importlib.util.spec_from_file_location("_toolbridge_build_npm", root / RESOLVER)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building
     spec.loader.exec_module(module)

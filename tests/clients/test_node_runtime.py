@@ -28,7 +28,7 @@ def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
     manifest = {
         "name": "inngest_tools",
         "files": ["index.js", "register.js", "lib/"],
-        "dependencies": {name: "*" for name in DEPENDENCIES},
+        "dependencies": dict.fromkeys(DEPENDENCIES, "*"),
     }
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("module.exports = {};\n")
@@ -163,7 +163,11 @@ def _hoisted_project(root: Path) -> Path:
     modules = root / "project" / "node_modules"
     client = modules / "inngest_tools"
     client.mkdir(parents=True)
-    manifest = {"name": "inngest_tools", "files": ["index.js"], "dependencies": {"@grpc/grpc-js": "*", "b": "*"}}
+    manifest = {
+        "name": "inngest_tools",
+        "files": ["index.js"],
+        "dependencies": {"@grpc/grpc-js": "*", "b": "*"},
+    }
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("// client\n")
     _fake_package(modules, "@grpc/grpc-js", long="*")
@@ -192,7 +196,9 @@ def test_a_client_installed_by_npm_with_hoisted_dependencies_is_laid_out_whole(
     modules = node_path / "inngest_tools" / "node_modules"
     assert (modules / "@grpc" / "grpc-js" / "index.js").read_text() == "// @grpc/grpc-js\n"
     assert (modules / "long" / "index.js").read_text() == "// long\n"
-    assert (modules / "b" / "node_modules" / "long" / "index.js").read_text() == "// long, the version b needs\n"
+    assert (
+        modules / "b" / "node_modules" / "long" / "index.js"
+    ).read_text() == "// long, the version b needs\n"
     assert not (modules / "left-pad").exists()
 
 
@@ -223,7 +229,9 @@ def test_two_versions_that_would_share_a_place_are_refused(
         find_node_client()
 
 
-def test_the_wheel_s_client_comes_before_the_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_wheel_s_client_comes_before_the_checkout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
     packaged = _fake_client(tmp_path)
     monkeypatch.setattr("toolbridge._sandbox.runtime.node.PACKAGED_CLIENT", packaged)

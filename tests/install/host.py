@@ -12,10 +12,9 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import inngest_tools
-
 import toolbridge
 from toolbridge import Bridge
 from toolbridge._sandbox.runtime.node import find_node_client
@@ -39,7 +38,7 @@ def ping(n: int) -> int:
     return n + 1
 
 
-async def main(sandbox: str, work: Path, journal: Path) -> dict[str, Any]:
+async def main(sandbox: Literal["process", "bwrap"], work: Path, journal: Path) -> dict[str, Any]:
     (work / "agent.py").write_text(PYTHON_AGENT)
     (work / "agent.js").write_text(REQUIRE_AGENT)
     (work / "agent.mjs").write_text(IMPORT_AGENT)
@@ -51,14 +50,22 @@ async def main(sandbox: str, work: Path, journal: Path) -> dict[str, Any]:
         "node_client": str(find_node_client().directory),
     }
     async with Bridge(journal=journal, sandbox=sandbox) as bridge, bridge.run(f"install-{sandbox}") as step:
-        for name, command in (("python", "python agent.py"), ("require", "node agent.js"), ("import", "node agent.mjs")):
+        for name, command in (
+            ("python", "python agent.py"),
+            ("require", "node agent.js"),
+            ("import", "node agent.mjs"),
+        ):
             result = await step.sandbox.commands.run(name, command, tools=tools, cwd=work, timeout=120)
             report[name] = {"exit_code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr}
         report["python_snippet"] = await step.sandbox.python(
             "py-snippet", "return await tools.ping(1)", tools=tools, output=int, timeout=120
         )
         report["typescript_snippet"] = await step.sandbox.typescript(
-            "ts-snippet", "const n: number = await tools.ping(1);\nreturn n;", tools=tools, output=int, timeout=120
+            "ts-snippet",
+            "const n: number = await tools.ping(1);\nreturn n;",
+            tools=tools,
+            output=int,
+            timeout=120,
         )
     return report
 
