@@ -4,25 +4,18 @@ Builds both distributions (sdist, then the wheel from the sdist) and the npm tar
 the wheels into a fresh venv with ``pip install --no-index --find-links DIST toolbridge`` and
 the tarball into an empty Node project, all in a temp dir outside the checkout, and runs every
 kind of command from there with PYTHONPATH, NODE_PATH and TOOLBRIDGE_NODE_CLIENT unset.
-
-Third-party wheels (grpcio, pydantic, ...) come from a wheel cache filled once by
-``pip download`` with the exact versions the development venv has (kept in pytest's cache):
-so the install needs no index, resolves ``toolbridge`` and ``inngest-tools`` from DIST alone,
-and tests the same third-party versions as the rest of the suite. Filling the cache the first
-time needs PyPI; so does ``npm install`` of the tarball's dependencies (from npm's cache when it
-has them), as it would for a user.
+Third-party wheels come from a cache of the development venv's exact versions (see
+``artifacts``), kept in pytest's cache; ``npm install`` takes the tarball's dependencies from
+npm's cache when it has them, else from the registry, as it would for a user.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tarfile
 import zipfile
 from collections.abc import AsyncIterator
@@ -31,17 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from packaging.markers import default_environment
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
-CHECKOUT = Path(__file__).resolve().parents[2]
+from tests.install import artifacts
+from tests.install.artifacts import CHECKOUT
+
 HOST = Path(__file__).with_name("host.py")
-OURS = {"toolbridge", "inngest-tools"}
 WAIT = 120.0
 
 pytestmark = pytest.mark.timeout(300)  # building and installing come first, in the fixture
-NPM_VERSION_FILE = CHECKOUT / "clients" / "node" / "package.json"
 
 
 @dataclass(frozen=True)
@@ -68,108 +59,18 @@ class Installed:
         }
 
 
-def _run(args: list[str | Path], *, cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=WAIT, check=False
-    )
-    assert done.returncode == 0, (
-        f"{args} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    return done.stdout
-
-
-def _third_party_pins() -> list[str]:
-    """``name==version`` of every distribution toolbridge needs at run time, as installed here."""
-    environment = {key: str(value) for key, value in default_environment().items()} | {"extra": ""}
-    pins: dict[str, str] = {}
-    queue = ["toolbridge"]
-    while queue:
-        name = canonicalize_name(queue.pop())
-        if name in pins:
-            continue
-        dist = importlib.metadata.distribution(name)
-        pins[name] = dist.version
-        for line in dist.requires or []:
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate(environment):
-                queue.append(requirement.name)
-    return sorted(f"{name}=={version}" for name, version in pins.items() if name not in OURS)
-
-
-def _wheel_cache(cache_dir: Path) -> Path:
-    pins = _third_party_pins()
-    listing = cache_dir / "pins.txt"
-    if not listing.is_file() or listing.read_text() != "\n".join(pins):
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--only-binary=:all:",
-                "--no-deps",
-                "--dest",
-                cache_dir,
-                *pins,
-            ],
-            cwd=cache_dir,
-        )
-        listing.write_text("\n".join(pins))
-    return cache_dir
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Installed:
     root = tmp_path_factory.mktemp("installed")
     assert not root.is_relative_to(CHECKOUT)
     dist = root / "dist"
-    for source in (CHECKOUT, CHECKOUT / "clients" / "python"):
-        _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", dist, source], cwd=root)
-    _run(["npm", "pack", "--silent", "--pack-destination", dist, CHECKOUT / "clients" / "node"], cwd=root)
-    wheels = _wheel_cache(request.config.cache.mkdir("install-wheels"))
-
-    venv = root / "venv"
-    _run([sys.executable, "-m", "venv", venv], cwd=root)
-    # No pip.conf (it may name indexes and find-links of its own), no index: DIST and the cache.
-    pip_env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "PIP_CONFIG_FILE": os.devnull}
-    _run(
-        [
-            venv / "bin" / "python",
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-index",
-            "--find-links",
-            dist,
-            "--find-links",
-            wheels,
-            "toolbridge",
-        ],
-        cwd=root,
-        env=pip_env,
-    )
-
-    version = json.loads(NPM_VERSION_FILE.read_text())["version"]
-    project = root / "project"
-    project.mkdir()
-    (project / "package.json").write_text(json.dumps({"name": "agent-project", "private": True}))
-    npm_env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(root))}
-    _run(
-        [
-            "npm",
-            "install",
-            "--prefer-offline",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            dist / f"inngest_tools-{version}.tgz",
-        ],
-        cwd=project,
-        env=npm_env,
-    )
-    return Installed(root=root, dist=dist, venv=venv, project=project, version=version)
+    dist.mkdir()
+    artifacts.build(dist)
+    wheels = artifacts.wheel_cache(request.config.cache.mkdir("install-wheels"))
+    artifacts.install_venv(root / "venv", dist, wheels)
+    version = artifacts.release_version()
+    artifacts.install_npm_project(root / "project", dist / f"inngest_tools-{version}.tgz")
+    return Installed(root=root, dist=dist, venv=root / "venv", project=root / "project", version=version)
 
 
 def test_the_artifacts_carry_one_version_and_the_node_client(installed: Installed) -> None:
@@ -219,7 +120,7 @@ def _host(installed: Installed, sandbox: str, name: str, **env: str) -> dict[str
     work.mkdir()
     work.chmod(0o755)  # a bwrap sandbox's folder must be readable by its unprivileged uid
     shutil.copy(HOST, work / "host.py")
-    out = _run(
+    out = artifacts.run(
         [
             installed.python,
             work / "host.py",
@@ -315,12 +216,14 @@ async def test_an_npm_project_calls_a_sidecar_with_two_variables(
     app, address = sidecar
     toolbridge = installed.venv / "bin" / "toolbridge"
     mint = ["token", "mint", "sidecar_app:bridge", "--run", "vm-1", "--tool", "ping"]
-    token = (await asyncio.to_thread(_run, [toolbridge, *mint], cwd=app, env=installed.env())).splitlines()[0]
+    token = (
+        await asyncio.to_thread(artifacts.run, [toolbridge, *mint], cwd=app, env=installed.env())
+    ).splitlines()[0]
     (installed.project / "agent.js").write_text(SIDECAR_AGENT)
     node = shutil.which("node")
     assert node is not None
     out = await asyncio.to_thread(
-        _run,
+        artifacts.run,
         [node, "agent.js"],
         cwd=installed.project,
         env={"TOOLBRIDGE_ADDRESS": address, "TOOLBRIDGE_TOKEN": token},
