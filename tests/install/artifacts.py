@@ -75,6 +75,7 @@ def third_party_pins() -> list[str]:
 def wheel_cache(cache_dir: Path) -> Path:
     """``cache_dir`` holding a wheel of each third-party pin (downloaded when they change)."""
     pins = third_party_pins()
+    cache_dir.mkdir(parents=True, exist_ok=True)
     listing = cache_dir / "pins.txt"
     if not listing.is_file() or listing.read_text() != "\n".join(pins):
         download: list[str | Path] = [
