@@ -8,9 +8,11 @@ time. They come from ``clients/node`` after ``npm ci`` (``make node-deps``); the
 the same files at the same paths, so a wheel built from it needs no npm either.
 
 What a dependency brings that nothing runs is left out (see ``_needed``): the Node client
-then takes 2.5 MB of the wheel (12 MB unpacked) instead of 7 MB (33 MB unpacked). The hook also refuses to build when the versions
-disagree: ``inngest_tools/_version.py`` is the one place a version is written, and the
-``inngest-tools`` range and ``package.json`` must agree with it.
+then takes 2.5 MB of the wheel (12 MB unpacked) instead of 7 MB (33 MB unpacked).
+
+The hook also refuses to build when the versions disagree: ``inngest_tools/_version.py`` is
+the one place a version is written, and the ``inngest-tools`` range and ``package.json``
+must agree with it.
 """
 
 from __future__ import annotations

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 SCRIPT = CHECKOUT / "scripts" / "set_version.py"
@@ -56,3 +60,25 @@ def test_a_file_that_disagrees_is_named(tmp_path: Path) -> None:
     done = set_version("--check", "--root", str(root))
     assert done.returncode == 1
     assert "clients/node/package.json: version is not" in done.stderr
+
+
+def test_the_wheel_build_refuses_versions_that_disagree(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    hook = _load_hook()
+    requirement = ["inngest-tools>=0.1.0,<0.2", "grpcio>=1.70"]
+    hook._check_versions(root, "0.1.0", requirement)  # agrees: no error
+    with pytest.raises(RuntimeError, match=r"must depend on inngest-tools of the same release"):
+        hook._check_versions(root, "0.2.0", requirement)
+    manifest = root / "clients/node/package.json"
+    manifest.write_text(manifest.read_text().replace('"version": "0.1.0"', '"version": "0.1.1"', 1))
+    with pytest.raises(RuntimeError, match=r"package.json has version '0.1.1', the release is 0.1.0"):
+        hook._check_versions(root, "0.1.0", requirement)
+
+
+def _load_hook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("hatch_build", CHECKOUT / "hatch_build.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
