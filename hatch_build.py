@@ -2,7 +2,7 @@
 
 Node sandboxes need the ``inngest_tools`` npm package and its dependencies, and the TypeScript
 runner needs ``typescript``. The wheel carries them, resolved, below
-``toolbridge/_sandbox/runtime/node_client`` (where the daemon looks first), so that
+``toolbridge/_sandbox/runtime/node_client`` (where the daemon looks before a checkout), so that
 ``pip install toolbridge`` alone runs Node commands and TypeScript snippets: no npm at run
 time. They come from ``clients/node`` after ``npm ci`` (``make node-deps``); the sdist carries
 the same files at the same paths, so a wheel built from it needs no npm either.
