@@ -24,7 +24,8 @@ from toolbridge._errors import (
     ToolError,
 )
 from toolbridge._options import ToolOptions
-from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+from toolbridge._sandbox.bwrap.limits import SandboxLimits
 from toolbridge._server.sidecar import SidecarToken
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type

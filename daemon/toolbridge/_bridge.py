@@ -6,15 +6,10 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypeVar, overload
-
-from grpc import aio
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
@@ -28,7 +23,7 @@ from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJ
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
-from toolbridge._server.service import start_server
+from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -102,11 +97,9 @@ class Bridge:
         self._journal: Journal = (
             NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
         )
+        self._journal_location = None if journal is None else os.fspath(journal)
         self._launcher = _launcher(sandbox)
-        self._socket = None if socket is None else Path(socket)
-        if socket is not None and listen is not None:
-            raise ValueError("pass socket= or listen=, not both")
-        self._listen = listen
+        self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._tools: dict[str, Tool] = to_tools(tools or {})
         self._background: set[asyncio.Future[Any]] = set()
@@ -114,12 +107,37 @@ class Bridge:
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
-        self._server: aio.Server | None = None
-        self._private_dir: Path | None = None
         self._services: Services | None = None
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
-        self.address = ""
-        """Where sandboxes reach this bridge: ``unix:PATH`` or ``HOST:PORT``."""
+
+    @property
+    def address(self) -> str:
+        """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
+        return self._endpoint.address
+
+    @property
+    def journal_location(self) -> str | None:
+        """Where the journal is (the path given as ``journal=``), or ``None`` without one."""
+        return self._journal_location
+
+    def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
+        """Serve somewhere else than configured; call before entering the bridge.
+
+        ``toolbridge serve --socket/--listen`` uses it on a bridge a module built.
+
+        Args:
+            socket: A Unix socket to serve on (by default, one in a fresh private directory).
+            listen: A TCP ``HOST:PORT`` instead.
+
+        Returns:
+            The bridge itself.
+
+        Raises:
+            ValueError: when both are given.
+            ToolbridgeError: when the bridge is already serving.
+        """
+        self._endpoint.move(socket=socket, listen=listen)
+        return self
 
     @property
     def tools(self) -> Mapping[str, Tool]:
@@ -215,36 +233,17 @@ class Bridge:
         return self
 
     async def _serve(self) -> None:
-        socket_dir: Path | None = None
-        if self._listen is not None:
-            address = self._listen
-        else:
-            if self._socket is None:
-                self._private_dir = Path(tempfile.mkdtemp(prefix="toolbridge-"))
-                self._socket = self._private_dir / "bridge.sock"
-            socket_dir = self._socket.parent
-            address = f"unix:{self._socket}"
-        self._server, bound = await start_server(self._authenticate, [address])
-        self.address = bound[0]
+        address = await self._endpoint.start(self._authenticate)
         self._services = Services(
             journal=self._journal,
             launcher=self._launcher,
             runtime=build_runtime(),
             tokens=self._tokens,
-            address=self.address,
-            socket_dir=socket_dir,
+            address=address,
+            socket_dir=self._endpoint.socket_dir,
             events=self._events,
             steps_factory=nested_steps(self._events),
         )
-
-    def _set_address(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
-        """Serve somewhere else than configured (``toolbridge serve --socket/--listen``)."""
-        if self._server is not None:
-            raise ToolbridgeError("the bridge is already serving")
-        if socket is not None and listen is not None:
-            raise ValueError("pass socket= or listen=, not both")
-        self._socket = None if socket is None else Path(socket)
-        self._listen = listen
 
     async def _authenticate(self, token: str) -> CommandScope | None:
         # A running command's token first (in memory), then a sidecar token (in the journal).
@@ -306,9 +305,7 @@ class Bridge:
     async def aclose(self) -> None:
         """Stop serving and close the journal."""
         try:
-            if self._server is not None:
-                await self._server.stop(grace=1.0)
-                self._server = None
+            await self._endpoint.stop(grace=1.0)
             # Tool calls still running (their command is gone) are abandoned: they stay
             # `running` in the journal, and a replay runs them again.
             for task in list(self._background):
@@ -320,9 +317,6 @@ class Bridge:
             # otherwise keep the host process from exiting.
             self._services = None
             await self._journal.close()
-            if self._private_dir is not None:
-                shutil.rmtree(self._private_dir, ignore_errors=True)
-                self._private_dir = None
 
     async def call_tool(
         self,

@@ -16,9 +16,8 @@ import signal
 import sys
 from typing import Any
 
-from toolbridge._bridge import Bridge
+from toolbridge import Bridge
 from toolbridge._cli.target import CLIError, load_bridge
-from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
 
 
@@ -101,7 +100,7 @@ async def serve_until_stopped(bridge: Bridge, stopped: asyncio.Event | None = No
 def _serve(args: argparse.Namespace) -> int:
     bridge = load_bridge(args.target)
     if args.socket is not None or args.listen is not None:
-        bridge._set_address(socket=args.socket, listen=args.listen)
+        bridge.serve_on(socket=args.socket, listen=args.listen)
     if args.listen is not None:
         _warn_if_public(args.listen)
     asyncio.run(serve_until_stopped(bridge))
@@ -109,10 +108,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _journal_path(bridge: Bridge) -> str:
-    journal = bridge._journal
-    if not isinstance(journal, SQLiteJournal):
+    location = bridge.journal_location
+    if location is None:
         raise CLIError("this bridge has no journal file (journal=None), so it cannot keep sidecar tokens")
-    return str(journal.path)
+    return location
 
 
 def _when(stamp: float) -> str:

@@ -20,11 +20,10 @@ import uuid
 import warnings
 from typing import Any
 
-from toolbridge._bridge import Bridge
+from toolbridge import Bridge
 from toolbridge._cli.target import CLIError, load_bridge
 from toolbridge._definitions.build import FORMATS, DefinitionWarning, tool_definitions
 from toolbridge._errors import ToolError
-from toolbridge._journal.sqlite import NullJournal
 from toolbridge._json import JSONFormatError, loads_strict
 
 __all__ = ["register"]
@@ -96,7 +95,7 @@ def _call(args: argparse.Namespace) -> int:
         result = asyncio.run(_call_tool(bridge, args.tool, arguments, run_id))
     except ToolError as exc:
         print(f"toolbridge: {args.tool} failed: {exc.type}: {exc.message}", file=sys.stderr)
-        if not isinstance(bridge._journal, NullJournal):  # journal=None keeps no record
+        if bridge.journal_location is not None:  # journal=None keeps no record
             print(f"toolbridge: the call is recorded in run {run_id}", file=sys.stderr)
         return 1
     _print_json(result)

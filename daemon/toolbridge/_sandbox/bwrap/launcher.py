@@ -8,7 +8,7 @@ daemon runs as root, the command runs as a fresh unprivileged uid of its own (an
 sandbox gid): a sandbox started by root would otherwise map to host root, ignore process
 limits and be able to write any root-owned directory bound writable.
 
-Limits come from :class:`SandboxLimits`: memory, process count and CPU share through cgroup
+Limits come from :class:`SandboxLimits` (:mod:`limits`): memory, process count and CPU share through cgroup
 v1 controllers where the daemon may create groups, and rlimits always (open files, CPU
 seconds, file size, processes; address space only when there is no memory cgroup, since
 Node aborts at start under an address-space limit of 512 MiB or less).
@@ -34,6 +34,7 @@ from typing import Any
 
 from toolbridge._errors import SandboxError
 from toolbridge._sandbox.bwrap.cgroups import CommandCgroups
+from toolbridge._sandbox.bwrap.limits import NPROC_SLACK, SandboxLimits
 from toolbridge._sandbox.bwrap.plan import (
     Bind,
     SandboxView,
@@ -56,8 +57,6 @@ from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal,
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
-MIB = 1024 * 1024
-
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora: "
     "`dnf install bubblewrap`), or choose sandbox='process' knowing it is no isolation boundary"
@@ -68,53 +67,12 @@ USERNS_HINT = (
     "user.max_user_namespaces=15000`, and on Ubuntu 24.04+ `sysctl -w "
     "kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap)"
 )
-NPROC_SLACK = 8
-"""Processes over the pids cgroup's limit that ``RLIMIT_NPROC`` allows, so the cgroup acts first."""
 SETUP_TIMEOUT = 30.0
 """Seconds bubblewrap may take to set up a sandbox before the attempt is abandoned."""
 REAP_TIMEOUT = 10.0
 """Seconds to wait for a killed sandbox to be gone (a process in uninterruptible sleep)."""
 
 log = logging.getLogger("toolbridge")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SandboxLimits:
-    """Resource limits of one bubblewrap sandbox (the command and everything it starts).
-
-    Attributes:
-        memory: Bytes of memory (RAM and swap, ``/tmp`` included) for the whole sandbox, by
-            a memory cgroup; without one, each process's address space is capped instead
-            (Node needs more than 512 MiB of address space to start).
-        processes: Processes and threads at once (pids cgroup, and ``RLIMIT_NPROC``).
-        open_files: Open file descriptors per process (``RLIMIT_NOFILE``).
-        cpu_time: CPU seconds per process (``RLIMIT_CPU``): SIGXCPU, then SIGKILL.
-        cpus: Share of CPU for the whole sandbox, in CPUs (cpu cgroup quota).
-        tmp_size: Bytes the private ``/tmp`` may hold.
-        file_size: Largest file a process may write, in bytes (``RLIMIT_FSIZE``).
-    """
-
-    memory: int = 1024 * MIB
-    processes: int = 256
-    open_files: int = 1024
-    cpu_time: float = 300.0
-    cpus: float = 1.0
-    tmp_size: int = 256 * MIB
-    file_size: int = 256 * MIB
-
-    def __post_init__(self) -> None:
-        for name in ("memory", "processes", "open_files", "tmp_size", "file_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"SandboxLimits.{name} must be a whole number of at least 1")
-        if self.processes < 8:
-            raise ValueError("SandboxLimits.processes must be at least 8 (bubblewrap needs a few)")
-        if self.open_files < 16:
-            raise ValueError("SandboxLimits.open_files must be at least 16")
-        for name in ("cpu_time", "cpus"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"SandboxLimits.{name} must be a positive number")
 
 
 def _data_pipe(text: str) -> int:

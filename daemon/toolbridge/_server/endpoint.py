@@ -1,0 +1,84 @@
+"""Where a bridge serves: a Unix socket in a private directory, or a TCP address.
+
+The endpoint owns the gRPC server's lifetime and the private socket directory it may create,
+so that the bridge only says where to serve and when to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from grpc import aio
+
+from toolbridge._errors import ToolbridgeError
+from toolbridge._server.service import Authenticate, start_server
+
+__all__ = ["Endpoint"]
+
+
+class Endpoint:
+    """A gRPC server on one address, started and stopped with its bridge.
+
+    Args:
+        socket: A Unix socket path; by default one in a fresh private (0700) directory.
+        listen: A TCP ``HOST:PORT`` instead of a socket.
+    """
+
+    def __init__(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
+        self._server: aio.Server | None = None
+        self._private_dir: Path | None = None
+        self.socket: Path | None = None
+        self.listen: str | None = None
+        self.move(socket=socket, listen=listen)
+        self.address = ""
+        """Where sandboxes reach the server once it runs: ``unix:PATH`` or ``HOST:PORT``."""
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
+    @property
+    def socket_dir(self) -> Path | None:
+        """The directory holding the socket (lent to bubblewrap sandboxes), if serving on one."""
+        return None if self.listen is not None or self.socket is None else self.socket.parent
+
+    def move(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
+        """Serve somewhere else than first configured; only before :meth:`start`.
+
+        Raises:
+            ValueError: when both a socket and a TCP address are given.
+            ToolbridgeError: when the server already runs.
+        """
+        if self._server is not None:
+            raise ToolbridgeError("the bridge is already serving")
+        if socket is not None and listen is not None:
+            raise ValueError("pass socket= or listen=, not both")
+        self.socket = None if socket is None else Path(socket)
+        self.listen = listen
+
+    async def start(self, authenticate: Authenticate) -> str:
+        """Start serving; returns the bound address (with the real port for ``:0``)."""
+        if self.listen is not None:
+            address = self.listen
+        else:
+            if self.socket is None:
+                self._private_dir = Path(tempfile.mkdtemp(prefix="toolbridge-"))
+                self.socket = self._private_dir / "bridge.sock"
+            address = f"unix:{self.socket}"
+        self._server, bound = await start_server(authenticate, [address])
+        self.address = bound[0]
+        return self.address
+
+    async def stop(self, grace: float) -> None:
+        """Stop serving: calls in flight get ``grace`` seconds, then are cancelled."""
+        server, self._server = self._server, None
+        try:
+            if server is not None:
+                await server.stop(grace=grace)
+        finally:
+            if self._private_dir is not None:
+                shutil.rmtree(self._private_dir, ignore_errors=True)
+                self._private_dir, self.socket = None, None
