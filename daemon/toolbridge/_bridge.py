@@ -9,7 +9,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
@@ -21,40 +21,23 @@ from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.base import Durability, Journal, open_journal
 from toolbridge._options import ToolOptions
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._records import check_run_id
+from toolbridge._sandbox.kinds import SandboxKind, launcher_for
+from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
-from toolbridge._tools.functions import DurableFunction, FunctionContext, make_function
-from toolbridge._tools.tool import Tool, check_tool_name, to_tool, to_tools
+from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.registry import Registry
+from toolbridge._tools.tool import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
 __all__ = ["Bridge", "Step"]
-
-SandboxKind = Literal["process", "bwrap"]
-
-
-def _check_run_id(run_id: object) -> str:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
-    return run_id
-
-
-def _launcher(sandbox: SandboxKind | Launcher) -> Launcher:
-    if sandbox == "process":
-        return ProcessLauncher()
-    if sandbox == "bwrap":
-        from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-
-        return BwrapLauncher()
-    if isinstance(sandbox, str):
-        raise ValueError(f"unknown sandbox {sandbox!r}: use 'process' or 'bwrap'")
-    return sandbox
 
 
 class Bridge:
@@ -104,13 +87,13 @@ class Bridge:
     ) -> None:
         self._max_request_bytes = max_request_bytes
         self._journal: Journal = open_journal(journal, durability=durability)
-        self._launcher = _launcher(sandbox)
+        self._launcher = launcher_for(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
-        self._tools: dict[str, Tool] = to_tools(tools or {})
+        self._registry = Registry(tools or {})
+        self._tools = self._registry.tools
         self._background: set[asyncio.Future[Any]] = set()
         self._runs = Runs(self._journal, self._background, lease=run_lease)
-        self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
@@ -167,10 +150,7 @@ class Bridge:
         """
 
         def register(func: F, name: str | None = None) -> F:
-            tool_name = check_tool_name(name or getattr(func, "__name__", ""))
-            if tool_name in self._tools:
-                raise ValueError(f"a tool named {tool_name!r} is already registered on this bridge")
-            self._tools[tool_name] = to_tool(func)
+            self._registry.add_tool(func, name)
             return func
 
         if target is None or isinstance(target, str):
@@ -191,14 +171,9 @@ class Bridge:
             ValueError: for an empty id or one already declared on this bridge.
         """
 
-        def declare(handler: Callable[[FunctionContext], Any]) -> DurableFunction:
-            declared = make_function(handler, id=id, trigger=trigger, description=description)
-            if id in self._functions:
-                raise ValueError(f"a function with id {id!r} is already declared on this bridge")
-            self._functions[id] = declared
-            return declared
-
-        return declare
+        return lambda handler: self._registry.declare(
+            handler, id=id, trigger=trigger, description=description
+        )
 
     async def send_event(self, name: str, data: Mapping[str, Any] | None = None) -> Event:
         """Send an event from the host: it wakes matching waits and starts triggered functions.
@@ -210,11 +185,10 @@ class Bridge:
         return await self._events.publish(name, data or {})
 
     def _trigger(self, event: Event) -> None:
-        for function in self._functions.values():
-            if function.trigger is not None and function.trigger.name == event.name:
-                task = asyncio.ensure_future(self._run_triggered(function, event))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+        for function in self._registry.triggered_by(event.name):
+            task = asyncio.ensure_future(self._run_triggered(function, event))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _run_triggered(self, function: DurableFunction, event: Event) -> None:
         try:
@@ -355,7 +329,7 @@ class Bridge:
         """
         from toolbridge._calls.host import call_registered_tool
 
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         async with self.run(run_id):
             state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
@@ -380,7 +354,7 @@ class Bridge:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
         services = self._require_open()
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)

@@ -29,7 +29,7 @@ from toolbridge._errors import ProtocolError, RunBusyError
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
-from toolbridge._records import SidecarToken, now
+from toolbridge._records import SidecarToken, check_run_id, now
 from toolbridge._tokens import new_token, secret_matches, split_token
 from toolbridge._tools.tool import Tool
 
@@ -45,8 +45,7 @@ def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -
     Raises:
         ValueError, TypeError: for a bad run id, tool list, budget or lifetime.
     """
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    check_run_id(run_id)
     if isinstance(tools, str) or not isinstance(tools, Sequence):
         raise TypeError("tools must be a list of tool names")
     names = tuple(dict.fromkeys(tools))
