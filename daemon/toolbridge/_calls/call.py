@@ -101,6 +101,7 @@ async def call_tool(
     if scope.on_call is not None:
         scope.on_call(scope)
     if scope.calls > options.max_calls:
+        scope.stop.note("max_calls")  # the outcome says so even if the command ends first
         asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
         return CallOutcome(
             "",

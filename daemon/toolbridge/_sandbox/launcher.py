@@ -76,9 +76,17 @@ class StopSignal:
     reason: StopReason | None = None
 
     def stop(self, reason: StopReason) -> None:
+        self.note(reason)
+        self.event.set()
+
+    def note(self, reason: StopReason) -> None:
+        """Record why the command is being stopped, before (or without) stopping it.
+
+        A command over its call budget gets a moment to see its last error; if it exits on
+        its own meanwhile, its outcome must still say why it was to be stopped.
+        """
         if self.reason is None:
             self.reason = reason
-        self.event.set()
 
 
 class Launcher(Protocol):
