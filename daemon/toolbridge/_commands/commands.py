@@ -87,7 +87,8 @@ class Commands:
             tool_options: Limits and retries for the calls (``ToolOptions()`` by default).
             timeout: Seconds before the command's process tree is killed (5 minutes).
             env: Variables added to the command's scrubbed environment.
-            cwd: Working directory; the host's current directory by default.
+            cwd: Working directory (a relative one is taken from the host's current
+                directory); the host's current directory by default.
 
         Returns:
             The command's :class:`CommandResult`; on replay, the recorded one.
@@ -99,7 +100,9 @@ class Commands:
         argv = _argv(command)
         tool_map = to_tools(tools or {})
         options = tool_options or ToolOptions()
-        work_dir = Path(cwd) if cwd is not None else Path.cwd()
+        # A relative cwd means the host's current directory's, under every launcher (bwrap
+        # changes directory inside its own mount namespace, where a relative path means nothing).
+        work_dir = Path.cwd() / cwd if cwd is not None else Path.cwd()
         key = self._key_for(name)
         rec = self._run.claim(key)
         if rec is not None and rec.status == "completed":

@@ -55,6 +55,11 @@ class LaunchSpec:
     writable_paths: Sequence[Path] = ()
     socket_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        # Launchers chdir in their own ways (bwrap inside its mount namespace): a relative
+        # path is the host's, resolved once here for all of them.
+        object.__setattr__(self, "cwd", Path(os.path.abspath(self.cwd)))
+
 
 @dataclass(frozen=True)
 class ProcessOutcome:
