@@ -57,7 +57,8 @@ class Sandbox:
 
         The snippet may use top-level ``await`` and ``return``; ``tools``, ``ToolError`` and
         ``definitions`` are defined without an import. The returned value travels as JSON
-        and is validated against ``output`` (a type, a pydantic model or a JSON Schema).
+        and is validated strictly against ``output`` (a type, a pydantic model or a JSON
+        Schema): ``"12"`` or ``12.0`` is not an ``int``, and objects are closed.
 
         Raises:
             SnippetError: when the snippet raises, exits non-zero, or returns a value that
@@ -138,11 +139,10 @@ class Sandbox:
                     exit_code=error.get("exit_code"),
                     stderr=str(error.get("stderr", "")),
                 )
-            value = json.loads(step.output_json or "null")
             if output_schema is None:
-                return value
+                return json.loads(step.output_json or "null")
             try:
-                return output_schema.validate_python(value, strict=False)
+                return output_schema.validate_json(step.output_json or "null", strict=True)
             except SchemaValidationError as exc:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
@@ -226,7 +226,9 @@ def _record_snippet(step: StepRecord, outcome: ProcessOutcome, result_path: Path
     try:
         value = json.loads(text)
         if output_schema is not None:
-            output_schema.validate_python(value, strict=False)
+            # Strict, as a strict tool's arguments are (and as the seed's ``z.number()``
+            # is): ``"12"`` or ``12.0`` is not an ``int``, and no fields beyond the schema's.
+            output_schema.validate_json(text, strict=True)
     except (ValueError, SchemaValidationError) as exc:
         step.fail({**failure, "message": f"the snippet's value does not match output: {exc}"})
         return
