@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge._durable.attempts import run_attempts
+from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runstate import KeyCounter, RunState
 from toolbridge._errors import ReplayMismatchError, StepError, ToolError
@@ -147,12 +148,15 @@ class Steps:
             raise ValueError("seconds must not be negative")
 
         async def body(rec: StepRecord) -> None:
-            wake_at = json.loads(rec.input_json or "{}")["wake_at"]
-            await self._run.journal.write(rec)  # the wake-up time is on disk before we wait
-            await asyncio.sleep(max(0.0, wake_at - now()))
+            recorded = json.loads(rec.input_json or "{}")
+            # Recorded before this version: only the wall-clock wake-up time.
+            deadline = recorded.get("deadline") or {"seconds": recorded["seconds"], "at": recorded["wake_at"]}
+            await self._run.journal.write(rec)  # the deadline is on disk before we wait
+            await asyncio.sleep(remaining(deadline))  # asyncio's clock is monotonic
 
+        wake = deadline_in(seconds)
         await self._durable(
-            step_id, "sleep", body, input_value={"seconds": seconds, "wake_at": now() + seconds}
+            step_id, "sleep", body, input_value={"seconds": seconds, "wake_at": wake["at"], "deadline": wake}
         )
 
     async def send_event(self, step_id: str, events: EventLike | Sequence[EventLike]) -> list[str]:
@@ -193,14 +197,17 @@ class Steps:
         """
 
         async def body(rec: StepRecord) -> dict[str, Any] | None:
-            deadline = rec.started_at + timeout
+            recorded = json.loads(rec.input_json or "{}")
+            # Recorded before this version: the wall-clock start only.
+            deadline = recorded.get("deadline") or {"seconds": timeout, "at": rec.started_at + timeout}
+            since = recorded.get("since", rec.started_at)
             while True:
-                window = min(self._options.wait_window, deadline - now())
+                window = min(self._options.wait_window, remaining(deadline))
                 opened = now()
-                found = await self._events.wait(event, since=rec.started_at, match=match, timeout=window)
+                found = await self._events.wait(event, since=since, match=match, timeout=window)
                 if found is not None:
                     return found.to_dict()
-                if now() >= deadline:
+                if remaining(deadline) <= 0:
                     return None
                 rec.attempt_log.append(
                     {"window": len(rec.attempt_log) + 1, "started_at": opened, "finished_at": now()}
@@ -208,7 +215,15 @@ class Steps:
                 self._run.journal.write(rec)
 
         found = await self._durable(
-            step_id, "wait_for_event", body, input_value={"event": event, "timeout": timeout}
+            step_id,
+            "wait_for_event",
+            body,
+            input_value={
+                "event": event,
+                "timeout": timeout,
+                "deadline": deadline_in(timeout),
+                "since": self._events.clock(),
+            },
         )
         return None if found is None else Event.from_dict(found)
 
