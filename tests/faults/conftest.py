@@ -15,6 +15,7 @@ import pytest
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
+from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 
 MIB = 1024 * 1024
 LIMITS = SandboxLimits(memory=256 * MIB, processes=64, open_files=256, cpu_time=60, tmp_size=16 * MIB)
@@ -45,6 +46,6 @@ def write_script(work_dir: Path) -> Callable[[str, str], Path]:
 async def any_bridge(request: pytest.FixtureRequest, journal_path: Path) -> AsyncIterator[Bridge]:
     if request.param == "bwrap" and BWRAP_UNAVAILABLE is not None:
         pytest.skip(BWRAP_UNAVAILABLE)
-    sandbox = "process" if request.param == "process" else BwrapLauncher(limits=LIMITS)
+    sandbox: Launcher = ProcessLauncher() if request.param == "process" else BwrapLauncher(limits=LIMITS)
     async with Bridge(journal=journal_path, sandbox=sandbox) as opened:
         yield opened
