@@ -6,24 +6,26 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from toolbridge._calls.scope import CommandScope
-from toolbridge._commands.services import Services
+from toolbridge._commands.services import SandboxKind, Services, launcher_for
 from toolbridge._commands.snippets import Sandbox
 from toolbridge._durable.eventbus import EventBus
-from toolbridge._durable.runs import Runs
+from toolbridge._durable.runs import Runs, check_run_id
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJournal
 from toolbridge._options import ToolOptions
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
+from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -34,26 +36,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
 __all__ = ["Bridge", "Step"]
-
-SandboxKind = Literal["process", "bwrap"]
-
-
-def _check_run_id(run_id: object) -> str:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
-    return run_id
-
-
-def _launcher(sandbox: SandboxKind | Launcher) -> Launcher:
-    if sandbox == "process":
-        return ProcessLauncher()
-    if sandbox == "bwrap":
-        from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-
-        return BwrapLauncher()
-    if isinstance(sandbox, str):
-        raise ValueError(f"unknown sandbox {sandbox!r}: use 'process' or 'bwrap'")
-    return sandbox
 
 
 class Bridge:
@@ -74,6 +56,8 @@ class Bridge:
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
         tools: Tools registered on the bridge, for use outside a single command (the
             ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
+        shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
+            (new calls are refused meanwhile); then they are cancelled and stay ``running``.
 
     Example::
 
@@ -93,12 +77,13 @@ class Bridge:
         listen: str | None = None,
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
+        shutdown_grace: float = 5.0,
     ) -> None:
         self._journal: Journal = (
             NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
         )
         self._journal_location = None if journal is None else os.fspath(journal)
-        self._launcher = _launcher(sandbox)
+        self._launcher = launcher_for(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._tools: dict[str, Tool] = to_tools(tools or {})
@@ -108,12 +93,31 @@ class Bridge:
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
+        self._shutdown = Shutdown(shutdown_grace)
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
+
+    @property
+    def shutdown_grace(self) -> float:
+        """Seconds calls in flight get to finish when the bridge closes (settable)."""
+        return self._shutdown.grace
+
+    @shutdown_grace.setter
+    def shutdown_grace(self, seconds: float) -> None:
+        self._shutdown.grace = seconds
+
+    def install_signal_handlers(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        """On SIGTERM (or SIGINT), shut down gracefully; call it inside ``async with bridge``.
+
+        The first signal stops the running commands (their steps stay ``running``, for a
+        replay), refuses new calls, gives calls in flight :attr:`shutdown_grace` to finish,
+        closes the bridge and ends the program with status 0. A second one is not caught.
+        """
+        self._shutdown.install(signals)
 
     @property
     def journal_location(self) -> str | None:
@@ -246,6 +250,7 @@ class Bridge:
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
+        self._shutdown.refuse_if_draining()
         # A running command's token first (in memory), then a sidecar token (in the journal).
         return self._tokens.resolve(token) or await self._sidecar.resolve(token)
 
@@ -301,18 +306,15 @@ class Bridge:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+        self._shutdown.exit_if_signalled(exc)
 
     async def aclose(self) -> None:
-        """Stop serving and close the journal."""
+        """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
-            await self._endpoint.stop(grace=1.0)
-            # Tool calls still running (their command is gone) are abandoned: they stay
-            # `running` in the journal, and a replay runs them again.
-            for task in list(self._background):
-                task.cancel()
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
             await self._sidecar.close()
         finally:
+            self._shutdown.remove()
             # Whatever failed above, the journal is closed: its connection's thread would
             # otherwise keep the host process from exiting.
             self._services = None
@@ -349,7 +351,7 @@ class Bridge:
         """
         from toolbridge._calls.host import call_registered_tool
 
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         async with self.run(run_id):
             state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
@@ -374,7 +376,7 @@ class Bridge:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
         services = self._require_open()
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)

@@ -5,16 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._journal.sqlite import Journal
-from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import SandboxRuntime
 from toolbridge._tokens import TokenRegistry
 
-__all__ = ["Services", "command_environment"]
+__all__ = ["SandboxKind", "Services", "command_environment", "launcher_for"]
+
+SandboxKind = Literal["process", "bwrap"]
+
+
+def launcher_for(sandbox: SandboxKind | Launcher) -> Launcher:
+    """The launcher ``Bridge(sandbox=...)`` names, or the one it was given."""
+    if sandbox == "process":
+        return ProcessLauncher()
+    if sandbox == "bwrap":
+        from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+
+        return BwrapLauncher()
+    if isinstance(sandbox, str):
+        raise ValueError(f"unknown sandbox {sandbox!r}: use 'process' or 'bwrap'")
+    return sandbox
 
 
 @dataclass(frozen=True)

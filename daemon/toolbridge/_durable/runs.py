@@ -14,7 +14,14 @@ from toolbridge._durable.runstate import RunState
 from toolbridge._journal.sqlite import Journal
 from toolbridge._records import RunStatus
 
-__all__ = ["Runs"]
+__all__ = ["Runs", "check_run_id"]
+
+
+def check_run_id(run_id: object) -> str:
+    """Return ``run_id`` if it is a valid run id; raise ``ValueError`` saying what one is."""
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
+        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    return run_id
 
 
 class Runs:
