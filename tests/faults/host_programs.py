@@ -39,3 +39,20 @@ print(json.dumps(asyncio.run(tools.refund())), flush=True)
 if os.path.exists("hold"):
     time.sleep(300)  # still running when the host is told to stop
 """
+
+SLEEPING_HOST = """
+import asyncio, sys
+from toolbridge import Bridge
+
+journal, sandbox, work, marker = sys.argv[1:5]
+
+async def main():
+    async with Bridge(journal=journal, sandbox=sandbox) as bridge:
+        print(bridge.address, flush=True)
+        async with bridge.run("sleepy") as step:
+            # Makes no calls: nothing but the kernel notices when the daemon dies.
+            sleeper = ["python3", "-c", "import time; time.sleep(300)", marker]
+            await step.sandbox.commands.run("sleeper", sleeper, cwd=work)
+
+asyncio.run(main())
+"""
