@@ -9,7 +9,7 @@
     ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
     ├── StepError                   a durable step (step.run) failed after its attempts
     └── JournalError                the journal cannot be used as asked
-        └── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+        └── ReplayMismatchError     a replay asks for another step under a recorded step's key
 
 One warning, not an error: ``DefinitionWarning`` (a ``UserWarning``, in ``_definitions``) says
 that ``tool_definitions`` left out constraints a model API's format cannot express.
@@ -145,10 +145,12 @@ class JournalError(ToolbridgeError):
 
 
 class ReplayMismatchError(JournalError):
-    """On replay, the step recorded under a key is not the kind of step being asked for.
+    """On replay, the step recorded under a key is not the step being asked for.
 
-    This means the code of the run changed between executions in a way that cannot be
-    replayed; start a new run id instead.
+    Another kind of step, or the same kind with another identity: another command line or
+    other tools for a command, other code for a snippet, another function for ``step.run``.
+    The message names the step and what changed. The run's code changed between
+    executions: give the changed step a new step id (or start a new run id) to run it.
     """
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from toolbridge._commands.commands import Commands, execute_command
 from toolbridge._commands.services import Services
+from toolbridge._durable.identity import expect_step
 from toolbridge._durable.runstate import RunState
-from toolbridge._durable.steps import expect_kind
 from toolbridge._errors import SandboxError, SnippetError
-from toolbridge._json import canonical
+from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import ProcessOutcome
@@ -147,7 +147,8 @@ class Sandbox:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
         # A snippet that could not start is tried again; any other outcome is replayed.
-        if rec is not None and rec.done and not _failed_to_start(expect_kind(rec, kind)):
+        identity = {"code_sha256": digest(code, 64), "tools": sorted(tool_map)}
+        if rec is not None and rec.done and not _failed_to_start(expect_step(rec, kind, identity)):
             return result(rec)
 
         async def work() -> Any:
@@ -155,7 +156,7 @@ class Sandbox:
             try:
                 (work_dir / filename).write_text(code, encoding="utf-8")
                 result_path = work_dir / "result.json"
-                step, outcome = await execute_command(
+                step, outcome, _ = await execute_command(
                     self._services,
                     self._run,
                     key,
@@ -167,9 +168,9 @@ class Sandbox:
                     timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     cwd=work_dir,
+                    identity={"code": code, **identity},
                     writable=[work_dir],
                 )
-                step.input_json = canonical({"code": code, "tools": sorted(tool_map)})
                 _record_snippet(step, outcome, result_path, output_schema)
             finally:
                 shutil.rmtree(work_dir, ignore_errors=True)

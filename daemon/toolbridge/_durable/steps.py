@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
+from toolbridge._durable.identity import expect_step, function_name
 from toolbridge._durable.runstate import KeyCounter, RunState
-from toolbridge._errors import ReplayMismatchError, StepError, ToolError
+from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
@@ -31,16 +32,6 @@ def check_step_id(step_id: object) -> str:
             f"invalid step id {step_id!r}: use a non-empty string of at most 200 characters without '/'"
         )
     return step_id
-
-
-def expect_kind(rec: StepRecord, kind: str) -> StepRecord:
-    """Raise when replay finds another kind of step under the same key."""
-    if rec.kind != kind:
-        raise ReplayMismatchError(
-            f"step {rec.key!r} was recorded as a {rec.kind} step but is now asked for as a "
-            f"{kind} step: the run's code changed; use a new run id"
-        )
-    return rec
 
 
 class Steps:
@@ -76,23 +67,26 @@ class Steps:
         body: Callable[[StepRecord], Awaitable[Any]],
         *,
         input_value: Any = None,
+        identity: Mapping[str, Any] | None = None,
         nests: bool = False,
     ) -> Any:
         """Run ``body`` once as the step ``step_id``; replay returns what it recorded.
 
         ``body`` gets the step's record (fresh, or left ``running`` by an interrupted run, to
         resume from) and returns the step's value, or raises :class:`ToolError` to record a
-        failure.
+        failure. ``identity`` (part of ``input_value``) must match what was recorded.
         """
         key = self._key(step_id)
         rec = self._run.claim(key)
         if rec is not None and rec.done:
-            return _recorded_value(expect_kind(rec, kind), step_id)
+            return _recorded_value(expect_step(rec, kind, identity), step_id)
 
         async def work() -> Any:
             run = self._run
             current = run.steps.get(key)
-            if current is None:
+            if current is not None:
+                expect_step(current, kind, identity)  # an interrupted step resumes as itself
+            else:
                 input_json = None if input_value is None else canonical(input_value)
                 current = run.new_step(
                     key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
@@ -137,7 +131,8 @@ class Steps:
                 what=f"step {step_id!r}",
             )
 
-        return await self._durable(step_id, "run", body)
+        identity = {"function": function_name(fn)}
+        return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
     async def sleep(self, step_id: str, seconds: float) -> None:
         """Pause durably: a replay after a crash sleeps only what is left.
@@ -224,6 +219,7 @@ class Steps:
                 "deadline": deadline_in(timeout),
                 "since": self._events.clock(),
             },
+            identity={"event": event},
         )
         return None if found is None else Event.from_dict(found)
 
@@ -253,7 +249,10 @@ class Steps:
                 what=f"function {function.id!r}",
             )
 
-        return await self._durable(step_id, "invoke", body, input_value={"function": function.id}, nests=True)
+        identity = {"function": function.id}
+        return await self._durable(
+            step_id, "invoke", body, input_value=identity, identity=identity, nests=True
+        )
 
 
 EventLike = Mapping[str, Any] | Event
