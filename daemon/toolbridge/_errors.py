@@ -160,7 +160,9 @@ StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNA
 class ProtocolError(Exception):
     """A call the protocol refuses; ``code`` names the gRPC status to answer with."""
 
-    def __init__(self, code: StatusCode, message: str) -> None:
+    def __init__(self, code: StatusCode, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.code: StatusCode = code
         self.message = message
+        self.retry_after = retry_after
+        """Seconds after which the same call may succeed (a busy limit), if it may."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.limits import in_flight_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable.attempts import new_error_id, run_attempts, unexpected
@@ -83,8 +84,16 @@ async def call_tool(
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
     Raises:
-        ProtocolError: for calls the protocol refuses before any tool is involved.
+        ProtocolError: for calls the protocol refuses before any tool is involved
+            (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
+    with in_flight_slot(scope):
+        return await _call_tool(scope, tool_name, positional_json, named_json)
+
+
+async def _call_tool(
+    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes
+) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
     if size > options.max_request_bytes:

@@ -29,5 +29,6 @@ class CommandScope:
     steps_factory: StepsFactory  # builds ctx.step for tool groups
     stop: StopSignal = field(default_factory=StopSignal)
     calls: int = 0
+    in_flight: int = 0  # calls being answered now (see _calls.limits)
     keys: KeyCounter = field(default_factory=KeyCounter)
     on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist
