@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -101,6 +102,7 @@ async def test_sigterm_mid_call_finishes_the_call_journals_it_stops_the_sandbox_
 
 SIDECAR_APP = """
 import asyncio
+import contextlib
 from pathlib import Path
 from toolbridge import Bridge
 
@@ -156,3 +158,34 @@ async def test_serve_with_grace_lets_the_call_in_flight_finish_on_sigterm_and_ex
     with sqlite3.connect(journal) as db:
         steps = db.execute("SELECT status FROM steps WHERE name = 'settle'").fetchall()
     assert steps == [("completed",)]
+
+
+async def test_calls_after_shutdown_began_are_refused_while_the_one_in_flight_finishes(
+    tmp_path: Path,
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    bridge = Bridge(journal=tmp_path / "drain.db", shutdown_grace=20)
+
+    @bridge.tool
+    async def block() -> str:
+        entered.set()
+        await release.wait()
+        return "done"
+
+    @bridge.tool
+    def ping() -> str:
+        return "pong"
+
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(bridge)
+        token = await bridge.mint_token(run_id="drain", tools=["block", "ping"])
+        # One client process, one stream: `ping` goes out once `block` has answered.
+        client = asyncio.ensure_future(
+            sandbox_elsewhere(tmp_path, bridge.address, token.token, [("block", []), ("ping", [])])
+        )
+        await asyncio.wait_for(entered.wait(), WAIT)
+        closing = asyncio.ensure_future(bridge.aclose())
+        await asyncio.sleep(0)  # let aclose begin: from here on, new calls are refused
+        release.set()
+        assert await asyncio.wait_for(client, WAIT) == [{"result": "done"}, {"error": "Unavailable"}]
+        await asyncio.wait_for(closing, WAIT)
