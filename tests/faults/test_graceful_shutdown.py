@@ -178,10 +178,11 @@ async def test_calls_after_shutdown_began_are_refused_while_the_one_in_flight_fi
 
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(bridge)
-        token = await bridge.mint_token(run_id="drain", tools=["block", "ping"])
+        token = (await bridge.mint_token(run_id="drain", tools=["block", "ping"])).token
+        assert token is not None
         # One client process, one stream: `ping` goes out once `block` has answered.
         client = asyncio.ensure_future(
-            sandbox_elsewhere(tmp_path, bridge.address, token.token, [("block", []), ("ping", [])])
+            sandbox_elsewhere(tmp_path, bridge.address, token, [("block", []), ("ping", [])])
         )
         await asyncio.wait_for(entered.wait(), WAIT)
         closing = asyncio.ensure_future(bridge.aclose())
