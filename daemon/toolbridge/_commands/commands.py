@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services, command_environment
-from toolbridge._durable.identity import expect_step
+from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._errors import SandboxError
 from toolbridge._json import canonical, dumps
@@ -180,6 +180,10 @@ async def execute_command(
     rec = run.steps.get(key)
     if rec is None:
         rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
+    elif rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError":
+        # It never started: nothing of it ran, so it may start now as it is asked for.
+        expect_kind(rec, kind)
+        rec.input_json = canonical(dict(identity))
     else:
         expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
         rec.status, rec.error, rec.finished_at = "running", None, None

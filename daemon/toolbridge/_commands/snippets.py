@@ -148,8 +148,8 @@ class Sandbox:
 
         # A snippet that could not start is tried again; any other outcome is replayed.
         identity = {"code_sha256": digest(code, 64), "tools": sorted(tool_map)}
-        if rec is not None and rec.done and not _failed_to_start(expect_step(rec, kind, identity)):
-            return result(rec)
+        if rec is not None and rec.done and not _failed_to_start(rec):
+            return result(expect_step(rec, kind, identity))
 
         async def work() -> Any:
             work_dir = Path(tempfile.mkdtemp(prefix="toolbridge-snippet-"))
