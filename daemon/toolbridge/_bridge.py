@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
@@ -27,6 +28,7 @@ from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
+from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -63,6 +65,8 @@ class Bridge:
         run_lease: Seconds a run entered by this bridge stays its own without renewal. The
             bridge renews it while the run is open; another bridge entering the run meanwhile
             gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
+        shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
+            (new calls are refused meanwhile); then they are cancelled and stay ``running``.
 
     Example::
 
@@ -84,6 +88,7 @@ class Bridge:
         tools: Mapping[str, object] | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         run_lease: float = 30.0,
+        shutdown_grace: float = 5.0,
     ) -> None:
         self._max_request_bytes = max_request_bytes
         self._journal: Journal = open_journal(journal, durability=durability)
@@ -97,12 +102,31 @@ class Bridge:
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
+        self._shutdown = Shutdown(shutdown_grace)
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
+
+    @property
+    def shutdown_grace(self) -> float:
+        """Seconds calls in flight get to finish when the bridge closes (settable)."""
+        return self._shutdown.grace
+
+    @shutdown_grace.setter
+    def shutdown_grace(self, seconds: float) -> None:
+        self._shutdown.grace = seconds
+
+    def install_signal_handlers(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        """On SIGTERM (or SIGINT), shut down gracefully; call it inside ``async with bridge``.
+
+        The first signal stops the running commands (their steps stay ``running``, for a
+        replay), refuses new calls, gives calls in flight :attr:`shutdown_grace` to finish,
+        closes the bridge and ends the program with status 0. A second one is not caught.
+        """
+        self._shutdown.install(signals)
 
     @property
     def journal_location(self) -> str | None:
@@ -226,6 +250,7 @@ class Bridge:
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
+        self._shutdown.refuse_if_draining()
         # A running command's token first (in memory), then a sidecar token (in the journal).
         return self._tokens.resolve(token) or await self._sidecar.resolve(token)
 
@@ -281,18 +306,15 @@ class Bridge:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+        self._shutdown.exit_if_signalled(exc)
 
     async def aclose(self) -> None:
-        """Stop serving and close the journal."""
+        """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
-            await self._endpoint.stop(grace=1.0)
-            # Tool calls still running (their command is gone) are abandoned: they stay
-            # `running` in the journal, and a replay runs them again.
-            for task in list(self._background):
-                task.cancel()
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
             await self._sidecar.close()
         finally:
+            self._shutdown.remove()
             # Whatever failed above, the journal is closed: its connection's thread would
             # otherwise keep the host process from exiting.
             self._services = None

@@ -9,9 +9,9 @@
     ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
     ├── StepError                   a durable step (step.run) failed after its attempts
     └── JournalError                the journal cannot be used as asked
-        ├── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+        ├── ReplayMismatchError     a replay asks for another step under a recorded step's key
         ├── RunBusyError            another daemon holds the run's lease: it is running it now
-        └── RunLeaseLostError            another daemon took the run over; this one's writes are refused
+        └── RunLeaseLostError       another daemon took the run over; this one's writes are refused
 
 One warning, not an error: ``DefinitionWarning`` (a ``UserWarning``, in ``_definitions``) says
 that ``tool_definitions`` left out constraints a model API's format cannot express.
@@ -150,10 +150,12 @@ class JournalError(ToolbridgeError):
 
 
 class ReplayMismatchError(JournalError):
-    """On replay, the step recorded under a key is not the kind of step being asked for.
+    """On replay, the step recorded under a key is not the step being asked for.
 
-    This means the code of the run changed between executions in a way that cannot be
-    replayed; start a new run id instead.
+    Another kind of step, or the same kind with another identity: another command line or
+    other tools for a command, other code for a snippet, another function for ``step.run``.
+    The message names the step and what changed. The run's code changed between
+    executions: give the changed step a new step id (or start a new run id) to run it.
     """
 
 
@@ -214,7 +216,9 @@ StatusCode = Literal[
 class ProtocolError(Exception):
     """A call the protocol refuses; ``code`` names the gRPC status to answer with."""
 
-    def __init__(self, code: StatusCode, message: str) -> None:
+    def __init__(self, code: StatusCode, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.code: StatusCode = code
         self.message = message
+        self.retry_after = retry_after
+        """Seconds after which the same call may succeed (a busy limit), if it may."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.limits import in_flight_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable.attempts import run_attempts
@@ -84,8 +85,16 @@ async def call_tool(
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
     Raises:
-        ProtocolError: for calls the protocol refuses before any tool is involved.
+        ProtocolError: for calls the protocol refuses before any tool is involved
+            (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
+    with in_flight_slot(scope):
+        return await _call_tool(scope, tool_name, positional_json, named_json)
+
+
+async def _call_tool(
+    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes
+) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
     if size > options.max_request_bytes:
@@ -101,6 +110,7 @@ async def call_tool(
     scope.calls += 1
     allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
     if not allowed:
+        scope.stop.note("max_calls")  # the outcome says so even if the command ends first
         asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
         return CallOutcome(
             "",

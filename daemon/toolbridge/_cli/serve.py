@@ -36,6 +36,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="serve on this Unix socket")
     where.add_argument("--listen", metavar="HOST:PORT", help="serve on TCP (no TLS: keep it private)")
+    serve.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT, seconds that calls in flight get to finish (the bridge's shutdown_grace)",
+    )
     serve.set_defaults(handler=_serve)
 
     token = commands.add_parser(
@@ -101,6 +107,11 @@ def _serve(args: argparse.Namespace) -> int:
     bridge = load_bridge(args.target)
     if args.socket is not None or args.listen is not None:
         bridge.serve_on(socket=args.socket, listen=args.listen)
+    if args.grace is not None:
+        try:
+            bridge.shutdown_grace = args.grace
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     if args.listen is not None:
         _warn_if_public(args.listen)
     asyncio.run(serve_until_stopped(bridge))

@@ -2,6 +2,12 @@
 
 Every event is journaled before anyone sees it, so a wait that resumes after a crash still
 finds an event sent before the crash.
+
+Matching does not depend on the wall clock: a wait registered in this process gets every
+matching event published after it registered, whatever their timestamps say; and the
+timestamps this bus gives never go backwards (a wall clock set back an hour does not date a
+new event before an older one), so the journal lookup a wait starts with finds what was sent
+since its step began.
 """
 
 from __future__ import annotations
@@ -27,14 +33,21 @@ class EventBus:
         self._journal = journal
         self._waiters: list[tuple[str, float, Match | None, asyncio.Future[Event]]] = []
         self.on_event: list[Callable[[Event], None]] = []
+        self._last = 0.0
+
+    def clock(self) -> float:
+        """Now, on the wall clock, but never before a time this bus gave earlier."""
+        self._last = max(now(), self._last + 1e-6)
+        return self._last
 
     async def publish(self, name: str, data: Mapping[str, Any]) -> Event:
         """Send an event now. It is journaled before any waiter or trigger sees it."""
-        event = Event(name=name, data=dict(data), id="evt_" + secrets.token_hex(10), ts=now())
+        event = Event(name=name, data=dict(data), id="evt_" + secrets.token_hex(10), ts=self.clock())
         await self._journal.record_event(event.to_dict())
         for waiter in list(self._waiters):
-            wanted, since, match, future = waiter
-            if wanted == name and event.ts >= since and not future.done() and (match is None or match(event)):
+            wanted, _since, match, future = waiter
+            # Registered before this publish: it is newer than the wait, whatever its time.
+            if wanted == name and not future.done() and (match is None or match(event)):
                 future.set_result(event)
         for listener in self.on_event:
             listener(event)

@@ -26,6 +26,7 @@ from toolbridge._records import RunStatus
 
 __all__ = ["Runs"]
 
+
 log = logging.getLogger("toolbridge")
 
 

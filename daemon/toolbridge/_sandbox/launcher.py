@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toolbridge._errors import SandboxError
+from toolbridge._sandbox.orphans import die_with_parent
 
 StopReason = Literal["timeout", "max_calls", "cancelled"]
 
@@ -55,6 +57,11 @@ class LaunchSpec:
     writable_paths: Sequence[Path] = ()
     socket_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        # Launchers chdir in their own ways (bwrap inside its mount namespace): a relative
+        # path is the host's, resolved once here for all of them.
+        object.__setattr__(self, "cwd", Path(os.path.abspath(self.cwd)))
+
 
 @dataclass(frozen=True)
 class ProcessOutcome:
@@ -76,9 +83,17 @@ class StopSignal:
     reason: StopReason | None = None
 
     def stop(self, reason: StopReason) -> None:
+        self.note(reason)
+        self.event.set()
+
+    def note(self, reason: StopReason) -> None:
+        """Record why the command is being stopped, before (or without) stopping it.
+
+        A command over its call budget gets a moment to see its last error; if it exits on
+        its own meanwhile, its outcome must still say why it was to be stopped.
+        """
         if self.reason is None:
             self.reason = reason
-        self.event.set()
 
 
 class Launcher(Protocol):
@@ -172,11 +187,17 @@ async def run_process(
     Raises:
         SandboxError: when ``argv[0]`` cannot be executed.
     """
+    program = _find_program(argv[0], spec)
+    if program is None:
+        raise SandboxError(
+            f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
+        )
     stdout = _BoundedReader(spec.output_limit)
     stderr = _BoundedReader(spec.output_limit)
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            # The daemon's death (even by SIGKILL) kills the command: nothing else would.
+            *die_with_parent([program, *argv[1:]]),
             env=dict(spec.env),
             cwd=spec.cwd,
             stdin=asyncio.subprocess.DEVNULL,
@@ -263,6 +284,15 @@ async def run_process(
         stdout_truncated=stdout.truncated,
         stderr_truncated=stderr.truncated,
     )
+
+
+def _find_program(name: str, spec: LaunchSpec) -> str | None:
+    """The program ``exec`` would run (a path is the command's cwd's), looked up here since
+    the parent-death wrapper execs it; ``None`` when there is none."""
+    if "/" not in name:
+        return shutil.which(name, path=spec.env.get("PATH", ""))
+    path = spec.cwd / name
+    return str(path) if path.exists() else None
 
 
 def _abandon(readers: asyncio.Future[Any]) -> None:

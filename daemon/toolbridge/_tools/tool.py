@@ -12,7 +12,6 @@ Three ways to make a tool:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import re
@@ -25,6 +24,7 @@ from toolbridge._schema.nulls import NullOmission
 from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._schema.signature import FunctionSignature, describe, read_signature
 from toolbridge._tools.context import ToolContext
+from toolbridge._tools.threads import run_in_thread
 
 __all__ = ["Tool", "check_tool_name", "to_tool", "tool"]
 
@@ -164,7 +164,7 @@ class Tool:
 async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
         return await func(*args, **kwargs)
-    result = await asyncio.to_thread(func, *args, **kwargs)
+    result = await run_in_thread(func, *args, **kwargs)
     if inspect.isawaitable(result):
         return await result
     return result
