@@ -279,6 +279,21 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
 
+    async def check_token(self, token: str) -> SidecarToken | None:
+        """The grant of a presented sidecar token if it is valid and active, else ``None``.
+
+        For faces that take bearer tokens (``toolbridge mcp --http``): the same tokens
+        :meth:`mint_token` and ``toolbridge token mint`` make, compared in constant time
+        against the journal on every call, so a revoked or expired one fails at once.
+
+        Raises:
+            ToolbridgeError: when the bridge is not open.
+        """
+        self._require_open()
+        if not isinstance(self._journal, SQLiteJournal):
+            return None  # journal=None keeps no tokens
+        return await self._sidecar.store.check(token)
+
     async def revoke_token(self, token_id: str) -> bool:
         """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
 
