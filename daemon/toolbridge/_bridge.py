@@ -310,6 +310,31 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.list()
 
+    def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
+        """Serve the web view of this bridge's journal on 127.0.0.1 while the block runs.
+
+        Needs starlette and uvicorn (``toolbridge[ui]``). ``toolbridge ui --journal PATH``
+        serves the same view from another process.
+
+        Example::
+
+            async with Bridge(journal="toolbridge.db") as bridge, bridge.serve_ui(port=8766) as url:
+                print("watch the runs at", url)
+
+        Args:
+            port: The port; ``0`` picks a free one.
+
+        Returns:
+            An async context manager whose value is the view's URL.
+
+        Raises:
+            ToolbridgeError: when the bridge is not open.
+        """
+        self._require_open()
+        from toolbridge._ui.server import serve_journal
+
+        return serve_journal(self._journal, port=port)
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,

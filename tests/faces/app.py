@@ -52,7 +52,7 @@ def _miscount(args: Sku) -> dict[str, Any]:
 
 TOOLS = {
     "lookup": tool.step(description="How many of a SKU are in stock.", input=Sku, output=Stock, run=_lookup),
-    "slow": tool.step(description="A lookup that waits for the warehouse.", input=Sku, output=Stock, run=_slow),
+    "slow": tool.step(description="Waits for the warehouse.", input=Sku, output=Stock, run=_slow),
     "refuse": tool.step(description="Always refuses.", input=Sku, run=_refuse),
     "miscount": tool.step(description="Returns a bad count.", input=Sku, output=Stock, run=_miscount),
 }

@@ -103,6 +103,7 @@ async def _http(bridge: Bridge, server: Any, sock: Any, host: str) -> None:
         app = mcp_http_app(server, bridge, host=host)
         config = uvicorn.Config(app, log_level="warning", lifespan="on")
         web = uvicorn.Server(config)
-        print(f"toolbridge: MCP on http://{shown}:{bound_port}{MCP_PATH}: {len(bridge.tools)} tools", file=sys.stderr)
-        print(f"TOOLBRIDGE_MCP_URL=http://{shown}:{bound_port}{MCP_PATH}", flush=True)
+        url = f"http://{shown}:{bound_port}{MCP_PATH}"
+        print(f"toolbridge: MCP on {url}: {len(bridge.tools)} tools", file=sys.stderr)
+        print(f"TOOLBRIDGE_MCP_URL={url}", flush=True)
         await web.serve(sockets=[sock])

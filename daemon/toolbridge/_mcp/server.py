@@ -74,7 +74,7 @@ def _mcp_tools(bridge: Bridge) -> dict[str, types.Tool]:
             input_schema=definition["inputSchema"],
             output_schema=definition.get("outputSchema"),
             annotations=annotations,
-            meta=definition.get("_meta"),
+            _meta=definition.get("_meta"),
         )
     return listed
 
@@ -92,9 +92,7 @@ def _error_result(error: ToolError, run_id: str | None) -> types.CallToolResult:
     if run_id is not None:
         meta[RUN_ID_META_KEY] = run_id
     text = f"{error.type}: {error.message}"
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], is_error=True, meta=meta
-    )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, _meta=meta)
 
 
 def _call_result(result: Any, run_id: str) -> types.CallToolResult:
@@ -102,7 +100,7 @@ def _call_result(result: Any, run_id: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
         structured_content=result if isinstance(result, dict) else None,
-        meta={RUN_ID_META_KEY: run_id},
+        _meta={RUN_ID_META_KEY: run_id},
     )
 
 
