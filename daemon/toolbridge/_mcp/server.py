@@ -92,7 +92,8 @@ def _error_result(error: ToolError, run_id: str | None) -> types.CallToolResult:
     if run_id is not None:
         meta[RUN_ID_META_KEY] = run_id
     text = f"{error.type}: {error.message}"
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, _meta=meta)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult(content=content, is_error=True, _meta=meta)
 
 
 def _call_result(result: Any, run_id: str) -> types.CallToolResult:
