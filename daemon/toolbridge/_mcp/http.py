@@ -109,6 +109,8 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening before uvicorn starts: a client that connects at once waits in the backlog.
+        sock.listen(128)
     except OSError:
         sock.close()
         raise
