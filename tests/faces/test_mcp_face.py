@@ -11,9 +11,10 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -28,6 +29,17 @@ from toolbridge._records import StepRecord
 
 TARGET = "tests.faces.app:bridge"
 RUN_ID = "toolbridge/run_id"
+
+
+def run(run_id: str) -> types.RequestParamsMeta:
+    """The request ``_meta`` that makes a call a step of ``run_id``."""
+    return cast(types.RequestParamsMeta, {RUN_ID: run_id})
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
 
 
 def stdio(faces_dir: Path, *extra: str) -> Client:
@@ -60,16 +72,18 @@ async def check_calls(client: Client, faces_dir: Path) -> None:
     assert sorted(listed) == ["lookup", "miscount", "refuse", "slow"]
     assert listed["lookup"].input_schema["required"] == ["sku"]
     assert listed["lookup"].output_schema is not None
-    assert listed["lookup"].annotations is not None and listed["lookup"].annotations.title == "Lookup"
+    assert listed["lookup"].annotations is not None
+    assert listed["lookup"].annotations.title == "Lookup"
 
-    result = await client.call_tool("lookup", {"sku": "A1"}, meta={RUN_ID: "order-1"})  # type: ignore[typeddict-unknown-key]
+    result = await client.call_tool("lookup", {"sku": "A1"}, meta=run("order-1"))
     assert not result.is_error
     assert result.structured_content == {"sku": "A1", "stock": 7}
-    assert json.loads(result.content[0].text) == {"sku": "A1", "stock": 7}  # type: ignore[union-attr]
-    assert result.meta is not None and result.meta[RUN_ID] == "order-1"
+    assert json.loads(text(result)) == {"sku": "A1", "stock": 7}
+    assert result.meta is not None
+    assert result.meta[RUN_ID] == "order-1"
     assert len(calls(faces_dir)) == 1
 
-    again = await client.call_tool("lookup", {"sku": "A1"}, meta={RUN_ID: "order-1"})  # type: ignore[typeddict-unknown-key]
+    again = await client.call_tool("lookup", {"sku": "A1"}, meta=run("order-1"))
     assert again.structured_content == result.structured_content
     assert len(calls(faces_dir)) == 1, "the retry was answered from the journal, not run again"
 
@@ -77,21 +91,25 @@ async def check_calls(client: Client, faces_dir: Path) -> None:
     assert refused.is_error
     assert refused.meta is not None
     assert refused.meta["toolbridge/error"]["type"] == "UnknownWarehouse"
-    assert refused.content[0].text == "UnknownWarehouse: no warehouse stocks Z9"  # type: ignore[union-attr]
+    assert text(refused) == "UnknownWarehouse: no warehouse stocks Z9"
 
     bad = await client.call_tool("miscount", {"sku": "B2"})
-    assert bad.is_error and bad.meta is not None
+    assert bad.is_error
+    assert bad.meta is not None
     error = bad.meta["toolbridge/error"]
     assert error["type"] == "OutputValidationError"
-    assert error["error_id"].startswith("err_") and error["error_id"] in bad.content[0].text  # type: ignore[union-attr]
+    assert error["error_id"].startswith("err_")
+    assert error["error_id"] in text(bad)
 
     invalid = await client.call_tool("lookup", {"sku": 5})
-    assert invalid.is_error and invalid.meta is not None
+    assert invalid.is_error
+    assert invalid.meta is not None
     assert invalid.meta["toolbridge/error"]["type"] == "ValidationError"
     assert len(calls(faces_dir)) == 1, "invalid arguments never reach the tool"
 
     unknown = await client.call_tool("payroll", {})
-    assert unknown.is_error and unknown.meta is not None
+    assert unknown.is_error
+    assert unknown.meta is not None
     assert unknown.meta["toolbridge/error"]["type"] == "ToolNotFound"
 
 
@@ -103,10 +121,10 @@ async def test_stdio_lists_calls_fails_and_replays(faces_dir: Path) -> None:
 async def test_stdio_retry_of_a_timed_out_call_does_not_run_it_twice(faces_dir: Path) -> None:
     async with stdio(faces_dir) as client:
         with pytest.raises(MCPError):
-            await client.call_tool("slow", {"sku": "S1"}, read_timeout_seconds=0.5, meta={RUN_ID: "slow-1"})  # type: ignore[typeddict-unknown-key]
+            await client.call_tool("slow", {"sku": "S1"}, read_timeout_seconds=0.5, meta=run("slow-1"))
         # The client gave up; the call goes on in the server. Let it finish, then retry.
         await open_gate(faces_dir)
-        result = await client.call_tool("slow", {"sku": "S1"}, meta={RUN_ID: "slow-1"})  # type: ignore[typeddict-unknown-key]
+        result = await client.call_tool("slow", {"sku": "S1"}, meta=run("slow-1"))
         assert result.structured_content == {"sku": "S1", "stock": 0}
     assert calls(faces_dir) == ["slow S1"]
 
@@ -115,11 +133,14 @@ async def test_stdio_long_call_sends_progress_while_it_runs(faces_dir: Path) -> 
     seen: list[tuple[float, str | None]] = []
     gate_opened: asyncio.Task[None] | None = None
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        nonlocal gate_opened
-        seen.append((value, message))
-        if gate_opened is None:
-            gate_opened = asyncio.ensure_future(open_gate(faces_dir))
+    class Progress:
+        async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+            nonlocal gate_opened
+            seen.append((progress, message))
+            if gate_opened is None:
+                gate_opened = asyncio.ensure_future(open_gate(faces_dir))
+
+    progress = Progress()
 
     async with stdio(faces_dir, "--progress-every", "0.05") as client:
         result = await asyncio.wait_for(
@@ -129,12 +150,13 @@ async def test_stdio_long_call_sends_progress_while_it_runs(faces_dir: Path) -> 
     await gate_opened
     assert not result.is_error
     assert seen, "no progress notification arrived while the call ran"
-    assert seen[0][1] is not None and seen[0][1].startswith("slow: running for")
+    assert seen[0][1] is not None
+    assert seen[0][1].startswith("slow: running for")
 
 
 async def test_an_mcp_call_is_journaled_like_a_grpc_call(faces_dir: Path) -> None:
     async with stdio(faces_dir) as client:
-        await client.call_tool("lookup", {"sku": "J1"}, meta={RUN_ID: "over-mcp"})  # type: ignore[typeddict-unknown-key]
+        await client.call_tool("lookup", {"sku": "J1"}, meta=run("over-mcp"))
     async with Bridge(journal=faces_dir / "journal.db") as bridge, bridge.run("over-grpc") as step:
         await step.sandbox.python(
             "agent", 'return await tools.lookup(sku="J1")', tools={"lookup": TOOLS["lookup"]}
@@ -156,12 +178,14 @@ async def test_an_mcp_call_is_journaled_like_a_grpc_call(faces_dir: Path) -> Non
         }
 
     assert shape(mcp_row) == shape(grpc_row)
-    assert mcp_row.parent_key is None and grpc_row.parent_key == "agent"
+    assert mcp_row.parent_key is None
+    assert grpc_row.parent_key == "agent"
 
 
 async def test_http_lists_calls_fails_and_replays(faces_dir: Path) -> None:
     async with http_server(faces_dir, "127.0.0.1:0") as url, Client(url) as client:
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/mcp")
         await check_calls(client, faces_dir)
 
 
@@ -201,12 +225,14 @@ async def test_http_off_loopback_needs_a_sidecar_token_and_keeps_to_its_grant(fa
         async with http, Client(streamable_http_client(local, http_client=http)) as client:
             assert [tool.name for tool in (await client.list_tools()).tools] == ["lookup"]
             other = await client.call_tool("refuse", {"sku": "A1"})
-            assert other.is_error and other.meta is not None
+            assert other.is_error
+            assert other.meta is not None
             assert other.meta["toolbridge/error"]["type"] == "ToolNotFound"
-            elsewhere = await client.call_tool("lookup", {"sku": "A1"}, meta={RUN_ID: "not-mine"})  # type: ignore[typeddict-unknown-key]
-            assert elsewhere.is_error and elsewhere.meta is not None
+            elsewhere = await client.call_tool("lookup", {"sku": "A1"}, meta=run("not-mine"))
+            assert elsewhere.is_error
+            assert elsewhere.meta is not None
             assert elsewhere.meta["toolbridge/error"]["type"] == "Unauthenticated"
-            mine = await client.call_tool("lookup", {"sku": "A1"}, meta={RUN_ID: "tok-run"})  # type: ignore[typeddict-unknown-key]
+            mine = await client.call_tool("lookup", {"sku": "A1"}, meta=run("tok-run"))
             assert mine.structured_content == {"sku": "A1", "stock": 7}
 
         await toolbridge(faces_dir, "token", "revoke", TARGET, minted["id"])
