@@ -9,6 +9,8 @@ journal, the answer), one call after another:
   of its own (entering it and ending it are journaled too), as an MCP call without a run id;
 - ``mcp-stdio``, ``mcp-http``: the official SDK's client against ``toolbridge mcp`` in a
   subprocess, over stdio and over Streamable HTTP (stateless, JSON responses);
+- ``stdio JSON-RPC (no client)``: ``tools/call`` lines written to the same server's stdin by
+  hand, no SDK client: what the server side of an MCP call costs;
 - ``http ping (SDK floor)``: a JSON-RPC ``ping`` POSTed to the same server on one kept-alive
   connection, no MCP client and no tool: what the SDK's stateless HTTP transport costs alone.
 
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import httpx2
@@ -105,6 +107,43 @@ async def mcp_stdio_round(workdir: Path, calls: int) -> float:
         return await mcp_round(client, calls)
 
 
+async def raw_stdio_round(workdir: Path, calls: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(workdir)}
+    process = await asyncio.create_subprocess_exec(
+        TOOLBRIDGE,
+        "mcp",
+        "bench_app:bridge",
+        cwd=workdir,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    ids = iter(range(1, 1 << 30))
+
+    async def rpc(method: str, params: Mapping[str, object]) -> None:
+        message = {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
+        process.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+        await process.stdin.drain()  # type: ignore[union-attr]
+        answer = json.loads(await process.stdout.readline())  # type: ignore[union-attr]
+        assert "result" in answer, answer
+
+    hello = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    }
+    await rpc("initialize", hello)
+    process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    try:
+        return await timed(lambda: rpc("tools/call", {"name": "echo", "arguments": {"value": "x"}}), calls)
+    finally:
+        process.stdin.close()
+        await process.wait()
+
+
 async def mcp_http_round(workdir: Path, calls: int) -> tuple[float, float]:
     process = await asyncio.create_subprocess_exec(
         TOOLBRIDGE,
@@ -143,6 +182,7 @@ async def main(rounds: int, calls: int) -> None:
         "grpc": [],
         "host call_tool": [],
         "mcp-stdio": [],
+        "stdio JSON-RPC (no client)": [],
         "mcp-http": [],
         "http ping (SDK floor)": [],
     }
@@ -153,15 +193,16 @@ async def main(rounds: int, calls: int) -> None:
             rows["grpc"].append(await grpc_round(workdir, calls))
             rows["host call_tool"].append(await host_round(workdir, calls))
             rows["mcp-stdio"].append(await mcp_stdio_round(workdir, calls))
+            rows["stdio JSON-RPC (no client)"].append(await raw_stdio_round(workdir, calls))
             call_ms, ping_ms = await mcp_http_round(workdir, calls)
             rows["mcp-http"].append(call_ms)
             rows["http ping (SDK floor)"].append(ping_ms)
     baseline = statistics.median(rows["grpc"])
     print(f"one echo call, {calls} sequential calls, median of {rounds} rounds")
-    print(f"{'path':<22} {'p50 ms':>8} {'vs grpc':>8}")
+    print(f"{'path':<27} {'p50 ms':>8} {'vs grpc':>8}")
     for name, values in rows.items():
         median = statistics.median(values)
-        print(f"{name:<22} {median:>8.2f} {median / baseline:>7.2f}x")
+        print(f"{name:<27} {median:>8.2f} {median / baseline:>7.2f}x")
 
 
 if __name__ == "__main__":

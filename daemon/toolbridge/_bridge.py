@@ -282,12 +282,7 @@ class Bridge:
     async def check_token(self, token: str) -> SidecarToken | None:
         """The grant of a presented sidecar token if it is valid and active, else ``None``.
 
-        For faces that take bearer tokens (``toolbridge mcp --http``): the same tokens
-        :meth:`mint_token` and ``toolbridge token mint`` make, compared in constant time
-        against the journal on every call, so a revoked or expired one fails at once.
-
-        Raises:
-            ToolbridgeError: when the bridge is not open.
+        For faces taking bearer tokens (``toolbridge mcp --http``); checked in constant time.
         """
         self._require_open()
         if not isinstance(self._journal, SQLiteJournal):
@@ -311,24 +306,10 @@ class Bridge:
         return await self._sidecar.store.list()
 
     def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
-        """Serve the web view of this bridge's journal on 127.0.0.1 while the block runs.
+        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its URL.
 
-        Needs starlette and uvicorn (``toolbridge[ui]``). ``toolbridge ui --journal PATH``
-        serves the same view from another process.
-
-        Example::
-
-            async with Bridge(journal="toolbridge.db") as bridge, bridge.serve_ui(port=8766) as url:
-                print("watch the runs at", url)
-
-        Args:
-            port: The port; ``0`` picks a free one.
-
-        Returns:
-            An async context manager whose value is the view's URL.
-
-        Raises:
-            ToolbridgeError: when the bridge is not open.
+        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Needs
+        ``toolbridge[ui]``.
         """
         self._require_open()
         from toolbridge._ui.server import serve_journal
