@@ -107,6 +107,13 @@ async def check_calls(client: Client, faces_dir: Path) -> None:
     assert invalid.meta["toolbridge/error"]["type"] == "ValidationError"
     assert len(calls(faces_dir)) == 1, "invalid arguments never reach the tool"
 
+    for bad_run in ("", "x" * 201, "tab\there"):
+        refused_run = await client.call_tool("lookup", {"sku": "A1"}, meta=run(bad_run))
+        assert refused_run.is_error
+        assert refused_run.meta is not None
+        assert refused_run.meta["toolbridge/error"]["type"] == "InvalidArgument"
+    assert len(calls(faces_dir)) == 1, "a refused run id runs nothing"
+
     unknown = await client.call_tool("payroll", {})
     assert unknown.is_error
     assert unknown.meta is not None
@@ -239,17 +246,18 @@ async def test_http_off_loopback_needs_a_sidecar_token_and_keeps_to_its_grant(fa
         assert await asyncio.to_thread(_status, local, token) == 401, "a revoked token stops at once"
 
 
-async def test_bad_http_address_is_refused_with_the_form_expected(faces_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--http", "nowhere"], "expected HOST:PORT"),
+        (["--http", "127.0.0.1:99999"], "expected HOST:PORT"),
+        (["--progress-every", "0"], "--progress-every must be a positive number"),
+    ],
+)
+async def test_bad_options_are_refused_with_what_to_pass(faces_dir: Path, args: list[str], said: str) -> None:
     process = await asyncio.create_subprocess_exec(
-        TOOLBRIDGE,
-        "mcp",
-        TARGET,
-        "--http",
-        "nowhere",
-        cwd=REPO,
-        env=app_env(faces_dir),
-        stderr=asyncio.subprocess.PIPE,
+        TOOLBRIDGE, "mcp", TARGET, *args, cwd=REPO, env=app_env(faces_dir), stderr=asyncio.subprocess.PIPE
     )
     _, err = await asyncio.wait_for(process.communicate(), WAIT)
     assert process.returncode == 2
-    assert "expected HOST:PORT" in err.decode()
+    assert said in err.decode()

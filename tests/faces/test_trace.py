@@ -39,6 +39,13 @@ async def test_trace_shows_reasons_windows_hooks_and_stale_steps(tmp_path: Path)
     assert status == 1, "following a failed run ends at once, with a failing status"
     assert "AlreadyRefunded" in out
 
+    status, out = await toolbridge("trace", "nope", "--journal", str(journal), "--follow")
+    assert status == 2
+    assert "no run 'nope'" in out
+    status, out = await toolbridge("trace", "order-42", "--journal", str(journal), "--follow", "--json")
+    assert status == 2
+    assert "does not combine with --json" in out
+
 
 HOLDER = """
 import asyncio, sys

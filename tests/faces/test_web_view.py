@@ -17,7 +17,7 @@ import pytest
 
 from tests.faces.conftest import REPO, TOOLBRIDGE, WAIT, serving
 from tests.faces.runs import record_runs
-from toolbridge import Bridge
+from toolbridge import Bridge, ToolbridgeError
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -96,6 +96,9 @@ async def test_every_response_has_a_strict_csp_and_only_loopback_hosts_are_answe
         status, _, body = await asyncio.to_thread(_get, url + "api/runs/no-such-run")
         assert status == 404
         assert b"no run" in body
+        status, _, body = await asyncio.to_thread(_get, url + "api/runs?limit=many")
+        assert status == 400
+        assert b"limit must be a whole number" in body
         status, _, _ = await asyncio.to_thread(_get, url + "api/runs", "evil.example:80")
         assert status == 400, "a page elsewhere must not reach the view by DNS rebinding"
         html = (await asyncio.to_thread(_get, url))[2].decode()
@@ -103,17 +106,33 @@ async def test_every_response_has_a_strict_csp_and_only_loopback_hosts_are_answe
         assert "style=" not in html, "no inline style"
 
 
-async def test_missing_journal_is_refused_with_what_to_pass(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("args", "status", "said"),
+    [
+        (["--journal", "nope.db"], 1, "no journal at nope.db"),
+        (["--journal", "postgresql://db/toolbridge"], 1, "cannot read postgresql:// journals"),
+        (["--journal", "nope.db", "--port", "70000"], 2, "--port must be from 0 to 65535"),
+    ],
+)
+async def test_bad_options_are_refused_with_what_to_pass(
+    tmp_path: Path, args: list[str], status: int, said: str
+) -> None:
     process = await asyncio.create_subprocess_exec(
-        TOOLBRIDGE,
-        "ui",
-        "--journal",
-        str(tmp_path / "nope.db"),
-        stderr=asyncio.subprocess.PIPE,
+        TOOLBRIDGE, "ui", *args, cwd=tmp_path, stderr=asyncio.subprocess.PIPE
     )
     _, err = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode == 1
-    assert "no journal at" in err.decode()
+    assert process.returncode == status
+    assert said in err.decode()
+
+
+async def test_serve_ui_refuses_a_bad_port_and_a_closed_bridge(tmp_path: Path) -> None:
+    bridge = Bridge(journal=tmp_path / "j.db")
+    with pytest.raises(ToolbridgeError, match="not open"):
+        bridge.serve_ui()
+    async with bridge:
+        with pytest.raises(ValueError, match="port must be"):
+            async with bridge.serve_ui(port=-1):
+                pass
 
 
 async def test_a_person_sees_the_runs_and_a_runs_waterfall(
