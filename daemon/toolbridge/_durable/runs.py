@@ -40,9 +40,16 @@ class Runs:
         if state is None:
             recorded = await self._journal.enter_run(run_id)
             state = self._open.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
-        else:
-            await self._journal.enter_run(run_id)
+            state.entries += 1
+            return state
+        # Counted before the await: the last other entry leaving meanwhile must not close the
+        # run under this one (an MCP retry arriving as the call it retries finishes).
         state.entries += 1
+        try:
+            await self._journal.enter_run(run_id)
+        except BaseException:
+            state.entries -= 1
+            raise
         return state
 
     async def leave(self, state: RunState, status: RunStatus | None, error: str | None = None) -> None:
