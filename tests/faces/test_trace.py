@@ -33,7 +33,7 @@ async def test_trace_shows_reasons_windows_hooks_and_stale_steps(tmp_path: Path)
     windows = await _windows(journal)
     assert windows >= 1
     assert out.count("no event yet") == windows
-    assert 'on_start changed the input to {"sku": "A1"}' in out
+    assert 'on_start: changed the input to {"sku": "A1"}' in out
     assert "legacy-check  run  completed" in out
     assert "not asked for again" in out
     assert "attempt 1" in out

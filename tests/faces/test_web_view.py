@@ -172,7 +172,7 @@ async def test_a_person_sees_the_runs_and_a_runs_waterfall(
             == "not asked for again"
         )
         assert await page.locator("li.entry.window").count() >= 1  # how many: timing decides
-        assert "on_start changed the input" in await page.locator("li.entry.hook").inner_text()
+        assert "on_start: changed the input" in await page.locator("li.entry.hook").inner_text()
         assert await page.locator("li.entry.attempt.error").count() == 2  # miscount's, flaky's first
         # A step opens to show its input and output.
         lookup = page.locator('li.step:has(.name:text-is("lookup"))')

@@ -41,13 +41,13 @@ def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
     if "hook" in entry:
         hook = str(entry["hook"])
         if error is not None:
-            label, tone = f"{hook} raised {error_text(error)}", "error"
+            label, tone = f"{hook}: {error_text(error)}", "error"
         elif "input" in entry:
-            label, tone = f"{hook} changed the input to {json.dumps(entry['input'])}", "change"
+            label, tone = f"{hook}: changed the input to {json.dumps(entry['input'])}", "change"
         elif "tool_result" in entry:
-            label, tone = f"{hook} replaced the tool's result {json.dumps(entry['tool_result'])}", "change"
+            label, tone = f"{hook}: replaced the tool's result {json.dumps(entry['tool_result'])}", "change"
         else:
-            label, tone = f"{hook} kept it as it was", "plain"
+            label, tone = f"{hook}: kept it as it was", "plain"
         return {**view, "kind": "hook", "label": label, "tone": tone}
     if "window" in entry:
         return {
