@@ -16,7 +16,10 @@ from pydantic import BaseModel
 
 from toolbridge import Bridge, ToolContext, ToolError, tool
 
-HERE = Path(os.environ.get("FACES_DIR", "."))
+
+def here() -> Path:
+    """The test's folder, read at each call (this module may be imported before it is set)."""
+    return Path(os.environ["FACES_DIR"])
 
 
 class Sku(BaseModel):
@@ -29,15 +32,15 @@ class Stock(BaseModel):
 
 
 def _lookup(args: Sku, ctx: ToolContext) -> dict[str, Any]:
-    with open(HERE / "calls.log", "a") as log:
+    with open(here() / "calls.log", "a") as log:
         log.write(f"{args.sku} {ctx.idempotency_key}\n")
     return {"sku": args.sku, "stock": 7}
 
 
 def _slow(args: Sku) -> dict[str, Any]:
-    with open(HERE / "gate") as gate:  # blocks until the test opens the FIFO for writing
+    with open(here() / "gate") as gate:  # blocks until the test opens the FIFO for writing
         gate.read()
-    with open(HERE / "calls.log", "a") as log:
+    with open(here() / "calls.log", "a") as log:
         log.write(f"slow {args.sku}\n")
     return {"sku": args.sku, "stock": 0}
 
@@ -60,4 +63,4 @@ TOOLS = {
 
 def bridge() -> Bridge:
     """The bridge, built when the CLI loads it (so ``FACES_DIR`` is read then)."""
-    return Bridge(journal=Path(os.environ.get("FACES_DIR", ".")) / "journal.db", tools=TOOLS)
+    return Bridge(journal=here() / "journal.db", tools=TOOLS)
