@@ -13,13 +13,19 @@ BUF := tools/proto-lint/node_modules/.bin/buf
 TOOLBRIDGE_REQUIRE_BWRAP ?= 1
 export TOOLBRIDGE_REQUIRE_BWRAP
 
+# `make test` runs the web view's browser tests too: system-deps installs Debian's chromium for
+# them, and they fail (rather than skip) when it is missing.
+test pytest: export TOOLBRIDGE_BROWSER_TESTS := 1
+
 .PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps dist
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+	@echo "toolbridge: installing the Python environment in $(VENV) (first time only)" >&2
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
 	touch $@
+	@echo "toolbridge: the Python environment is ready" >&2
 
 # The Node client's dependencies, exactly as locked, from the npm registry alone; no install
 # scripts (every dependency is plain JavaScript).

@@ -1,18 +1,28 @@
 #!/bin/sh
-# The system packages the bubblewrap sandbox needs: bubblewrap itself, and setpriv (util-linux,
-# present on every Debian/Ubuntu) for dropping to an unprivileged uid when the daemon is root.
+# The system packages toolbridge needs: bubblewrap for the sandbox, setpriv (util-linux,
+# present on every Debian/Ubuntu) for dropping to an unprivileged uid when the daemon is root,
+# and, for the web view's browser tests only (TOOLBRIDGE_BROWSER_TESTS=1, which `make test`
+# sets), Debian's chromium, which Playwright drives without downloading a browser.
 # `make demo` and `make test` run this first. As root it installs what is missing; otherwise it
 # says what to run.
 set -eu
-if command -v bwrap >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+missing=""
+command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+command -v setpriv >/dev/null 2>&1 || missing="$missing util-linux"
+if [ "${TOOLBRIDGE_BROWSER_TESTS:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+    missing="$missing chromium"
+fi
+if [ -z "$missing" ]; then
     exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "toolbridge: installing$missing (first time only)" >&2
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap util-linux
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    echo "toolbridge: installed$missing" >&2
     exit 0
 fi
-echo "toolbridge: the bubblewrap sandbox needs bubblewrap; install it:" >&2
-echo "    sudo apt-get install -y bubblewrap      (Debian, Ubuntu)" >&2
-echo "    sudo dnf install -y bubblewrap          (Fedora)" >&2
+echo "toolbridge: toolbridge needs$missing; install it:" >&2
+echo "    sudo apt-get install -y$missing      (Debian, Ubuntu)" >&2
+echo "    sudo dnf install -y bubblewrap          (Fedora; chromium for the browser tests)" >&2
 exit 1

@@ -283,6 +283,16 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
 
+    async def check_token(self, token: str) -> SidecarToken | None:
+        """The grant of a presented sidecar token if it is valid and active, else ``None``.
+
+        For faces taking bearer tokens (``toolbridge mcp --http``); checked in constant time.
+        """
+        self._require_open()
+        if self._journal.location is None:
+            return None  # journal=None keeps no tokens
+        return await self._sidecar.store.check(token)
+
     async def revoke_token(self, token_id: str) -> bool:
         """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
 
@@ -298,6 +308,17 @@ class Bridge:
         """Every sidecar token in the journal, newest first (without their secrets)."""
         self._require_open()
         return await self._sidecar.store.list()
+
+    def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
+        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its URL.
+
+        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Needs
+        ``toolbridge[ui]``.
+        """
+        self._require_open()
+        from toolbridge._ui.server import serve_journal
+
+        return serve_journal(self._journal, port=port)
 
     async def __aexit__(
         self,

@@ -73,9 +73,16 @@ class Runs:
             state = self._open.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
             if run_id not in self._renewals:
                 self._renew_while_open(run_id)
-        else:
-            await self._journal.enter_run(run_id, lease=self._lease)
+            state.entries += 1
+            return state
+        # Counted before the await: the last other entry leaving meanwhile must not close the
+        # run under this one (an MCP retry arriving as the call it retries finishes).
         state.entries += 1
+        try:
+            await self._journal.enter_run(run_id, lease=self._lease)
+        except BaseException:
+            state.entries -= 1
+            raise
         return state
 
     def _renew_while_open(self, run_id: str) -> None:
