@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypeVar, overload
 
+from toolbridge._calls.decisions import Approvals
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._commands.snippets import Sandbox
@@ -18,7 +20,7 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
-from toolbridge._errors import ToolbridgeError
+from toolbridge._errors import RunWaiting, ToolbridgeError
 from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJournal
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
@@ -92,7 +94,7 @@ class Bridge:
         socket: str | os.PathLike[str] | None = None,
         listen: str | None = None,
         durability: Durability = "normal",
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
     ) -> None:
         self._journal: Journal = (
             NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
@@ -108,12 +110,23 @@ class Bridge:
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
-        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
+        self._approval_hub = ApprovalHub(self._journal)
+        self._approvals = Approvals(self._approval_hub, channel="api")
+        self._sidecar = SidecarScopes(
+            self._journal, self._tools, self._runs, nested_steps(self._events), self._approval_hub
+        )
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
+
+    @property
+    def approvals(self) -> Approvals:
+        """Requests for a person's decision, and deciding them (while the bridge is open):
+        ``await bridge.approvals.list()``, ``.approve(id, by=...)``, ``.reject(id, by=...,
+        reason=...)``, ``.answer(id, answer, by=...)``."""
+        return self._approvals
 
     @property
     def journal_location(self) -> str | None:
@@ -243,6 +256,7 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             events=self._events,
             steps_factory=nested_steps(self._events),
+            approvals=self._approval_hub,
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
@@ -361,6 +375,7 @@ class Bridge:
                 name,
                 arguments,
                 tool_options or ToolOptions(),
+                self._approval_hub,
             )
 
     @contextlib.asynccontextmanager
@@ -378,6 +393,9 @@ class Bridge:
         state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)
+        except RunWaiting:
+            await self._runs.leave(state, None, suspend=True)  # open, for the next entry
+            raise
         except Exception as exc:
             await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
             raise

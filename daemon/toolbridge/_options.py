@@ -30,6 +30,12 @@ class ToolOptions:
         retry_backoff_max: The longest wait between two attempts, in seconds.
         max_request_bytes: The largest call the sandbox may send (arguments included).
         max_reply_bytes: The largest result the sandbox may receive.
+        approval_hold: Seconds a command waits, blocked on a call that needs a person's
+            decision, before it is stopped and ``commands.run`` raises ``RunWaiting``
+            (enter the run again once it is decided). The command's timeout and the
+            call's ``tool_timeout`` do not count the wait.
+        approval_timeout: Seconds until a request nobody decided expires; the call then
+            fails with ``ApprovalExpired``.
     """
 
     tool_timeout: float = 30.0
@@ -40,9 +46,11 @@ class ToolOptions:
     retry_backoff_max: float = 10.0
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
+    approval_hold: float = 600.0
+    approval_timeout: float = 86400.0
 
     def __post_init__(self) -> None:
-        for name in ("tool_timeout", "wait_window"):
+        for name in ("tool_timeout", "wait_window", "approval_hold", "approval_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
         for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes"):

@@ -45,11 +45,14 @@ class Runs:
         state.entries += 1
         return state
 
-    async def leave(self, state: RunState, status: RunStatus | None, error: str | None = None) -> None:
+    async def leave(
+        self, state: RunState, status: RunStatus | None, error: str | None = None, *, suspend: bool = False
+    ) -> None:
         """Leave a run entered with :meth:`enter`.
 
         With a ``status``, the run is recorded as ending so now; with ``None``, it is
-        recorded as completed only when its last entry leaves.
+        recorded as completed only when its last entry leaves. With ``suspend``, it stays
+        recorded as running (it waits for a person; a later entry resumes it).
         """
         try:
             if status is not None:
@@ -58,5 +61,5 @@ class Runs:
             state.entries -= 1
             if state.entries == 0:
                 self._open.pop(state.run_id, None)
-                if status is None:
+                if status is None and not suspend:
                     await self._journal.end_run(state.run_id, "completed")

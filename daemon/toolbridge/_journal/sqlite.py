@@ -29,6 +29,13 @@ from typing import Any, Literal, Protocol
 import aiosqlite
 
 from toolbridge._errors import JournalError
+from toolbridge._journal.approvals import (
+    APPROVALS_MIGRATION,
+    RUN_STATUS_SQL,
+    ApprovalStore,
+    MemoryApprovals,
+    SQLiteApprovals,
+)
 from toolbridge._records import RunStatus, RunSummary, StepRecord, now
 
 Durability = Literal["normal", "full"]
@@ -93,6 +100,8 @@ MIGRATIONS: Sequence[str] = (
         revoked_at  REAL
     );
     """,
+    # 4: requests for a person's decision (see approvals.py).
+    APPROVALS_MIGRATION,
 )
 
 _ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
@@ -223,6 +232,11 @@ class Journal(Protocol):
 
     async def get_run(self, run_id: str) -> RunSummary | None: ...
 
+    @property
+    def approvals(self) -> ApprovalStore:
+        """Requests for a person's decision (:mod:`approvals`)."""
+        ...
+
 
 class _GroupCommit:
     """Queues writes and commits everything queued during the previous commit together."""
@@ -290,6 +304,7 @@ class SQLiteJournal:
         self._durability = durability
         self._db: aiosqlite.Connection | None = None
         self._commits: _GroupCommit | None = None
+        self.approvals = SQLiteApprovals(lambda: self.db)
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -390,7 +405,7 @@ class SQLiteJournal:
 
     async def _runs(self, where: str, params: tuple[Any, ...]) -> list[RunSummary]:
         sql = (
-            "SELECT r.run_id, r.status, r.started_at, r.updated_at, r.finished_at, r.entries, "
+            f"SELECT r.run_id, {RUN_STATUS_SQL}, r.started_at, r.updated_at, r.finished_at, r.entries, "
             "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id), r.error "
             f"FROM runs r {where}"
         )
@@ -399,7 +414,13 @@ class SQLiteJournal:
 
 
 class NullJournal:
-    """Records nothing: no replay, no trace. For measuring what journaling costs."""
+    """Records nothing: no replay, no trace. For measuring what journaling costs.
+
+    Requests for a person's decision are kept in memory, so that they work in-process.
+    """
+
+    def __init__(self) -> None:
+        self.approvals = MemoryApprovals()
 
     async def open(self) -> None:
         return None

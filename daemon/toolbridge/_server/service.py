@@ -21,6 +21,7 @@ from toolbridge._calls.call import CallOutcome, call_tool
 from toolbridge._calls.scope import CommandScope
 from toolbridge._definitions.build import FORMATS, definition
 from toolbridge._errors import ProtocolError
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._server._proto import toolbridge_pb2 as pb
 from toolbridge._server._proto import toolbridge_pb2_grpc as pb_grpc
 
@@ -67,6 +68,12 @@ def _response(outcome: CallOutcome) -> pb.CallToolResponse:
     return response
 
 
+def _waiting(req: ApprovalRequest) -> pb.CallWaiting:
+    return pb.CallWaiting(
+        request_id=req.id, kind=req.kind, summary=req.summary, expires_at_ms=round(req.expires_at * 1000)
+    )
+
+
 class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
     def __init__(self, authenticate: Authenticate) -> None:
         self._authenticate = authenticate
@@ -107,8 +114,17 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
                 scope = await self._authenticate(token)
                 if scope is None:
                     raise ProtocolError("UNAUTHENTICATED", UNAUTHENTICATED_MESSAGE)
+
+                def waiting(req: ApprovalRequest) -> None:  # tell the client: no deadline now
+                    note = pb.CallToolStreamResponse(call_id=request.call_id, waiting=_waiting(req))
+                    answers.put_nowait(note)
+
                 outcome = await call_tool(
-                    scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
+                    scope,
+                    call.tool_name,
+                    call.positional_arguments_json,
+                    call.named_arguments_json,
+                    on_waiting=waiting,
                 )
                 reply = pb.CallToolStreamResponse(call_id=request.call_id, response=_response(outcome))
             except ProtocolError as exc:
