@@ -30,10 +30,10 @@ from toolbridge._options import ToolOptions
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 from toolbridge._sandbox.bwrap.limits import SandboxLimits
 from toolbridge._server.sidecar import SidecarToken
+from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type
 from toolbridge._tools.functions import DurableFunction, FunctionContext
-from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.tool import Tool, tool
 
 __all__ = [

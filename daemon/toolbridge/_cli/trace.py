@@ -16,6 +16,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
@@ -23,7 +24,7 @@ from toolbridge._records import RunSummary, StepRecord
 PREVIEW = 60
 """Characters of an input, output or error shown in the terminal view (--json shows all)."""
 
-_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow"}
+_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "waiting": "magenta"}
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -45,30 +46,32 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _read(path: Path, run_id: str | None, limit: int) -> tuple[list[RunSummary], list[StepRecord]]:
+Read = tuple[list[RunSummary], list[StepRecord], list[ApprovalRequest]]
+
+
+def _read(path: Path, run_id: str | None, limit: int) -> Read:
     if not path.exists():
         raise CLIError(f"no journal at {path} (pass --journal PATH)")
     return asyncio.run(_read_journal(path, run_id, limit))
 
 
-async def _read_journal(
-    path: Path, run_id: str | None, limit: int
-) -> tuple[list[RunSummary], list[StepRecord]]:
+async def _read_journal(path: Path, run_id: str | None, limit: int) -> Read:
     journal = SQLiteJournal(path)
     await journal.open()
     try:
         if run_id is None:
-            return await journal.list_runs(limit), []
+            return await journal.list_runs(limit), [], []
         run = await journal.get_run(run_id)
         if run is None:
             raise CLIError(f"no run {run_id!r} in {path}")
-        return [run], await journal.load_steps(run_id)
+        requests = await journal.approvals.list(run_id=run_id)
+        return [run], await journal.load_steps(run_id), requests
     finally:
         await journal.close()
 
 
 def _runs(args: argparse.Namespace) -> int:
-    runs, _ = _read(args.journal, None, args.limit)
+    runs, _, _ = _read(args.journal, None, args.limit)
     if args.json:
         print(json.dumps([run_to_dict(run) for run in runs], indent=2))
         return 0
@@ -87,8 +90,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    (run,), steps = _read(args.journal, args.run_id, 1)
-    roots = build_tree(steps)
+    (run,), steps, requests = _read(args.journal, args.run_id, 1)
+    roots = build_tree(steps, requests)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
         return 0
@@ -155,11 +158,20 @@ def _add(parent: Tree, node: TraceNode) -> None:
     ):
         for attempt in step.attempt_log:
             _add_attempt(branch, attempt)
+    for req in node.approvals:
+        branch.add(_request_line(req))
     for child in node.children:
         _add(branch, child)
 
 
 def _add_attempt(parent: Tree, attempt: dict[str, Any]) -> None:
+    if "approval" in attempt:  # the request itself is shown under the call
+        return
+    if "confirmation" in attempt:  # the verdict of a requires_confirmation callable
+        verdict = "a person decides" if attempt.get("required") else "not needed"
+        failed = f" (it raised {attempt['error']})" if attempt.get("error") else ""
+        parent.add(Text(f"requires_confirmation: {verdict}{failed}", style="dim"))
+        return
     if "attempt" not in attempt:  # a lifecycle hook's record (see _hooks.py)
         parent.add(_hook_line(attempt))
         return
@@ -173,6 +185,20 @@ def _add_attempt(parent: Tree, attempt: dict[str, Any]) -> None:
         if error.get("error_id"):
             line.append(f"  ({error['error_id']})", style="dim")
     parent.add(line)
+
+
+def _request_line(req: ApprovalRequest) -> Text:
+    """A request under its call: ``approval apr_…  approved by alice via cli at …: reason``."""
+    style = {"approved": "green", "pending": "magenta"}.get(req.state, "red")
+    line = Text(f"{req.kind} {req.id}  ", style="dim")
+    if req.state == "pending":
+        line.append(f"pending since {_time(req.created_at)}", style=style)
+    else:
+        by = f" by {req.decided_by}" if req.decided_by else ""
+        line.append(f"{req.state}{by} via {req.channel} at {_time(req.decided_at or 0)}", style=style)
+    if req.reason:
+        line.append(f": {_cut(req.reason)}")
+    return line
 
 
 def _hook_line(entry: dict[str, Any]) -> Text:
