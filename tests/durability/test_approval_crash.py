@@ -37,6 +37,10 @@ def _pending_and_charged(journal: Path) -> list[str] | None:
     return requests if requests and charged == 2 else None
 
 
+def _invocations(work: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (work / "invocations.jsonl").read_text().splitlines()]
+
+
 async def _host(work: Path, entry: int, at_most_once: bool) -> asyncio.subprocess.Process:
     argv = [sys.executable, str(HOST), str(work / "journal.db"), "run", str(work), str(entry)]
     if at_most_once:
@@ -56,10 +60,7 @@ async def test_killed_while_pending_approved_offline_resumed_runs_the_tool_once(
     first.send_signal(signal.SIGKILL)
     await asyncio.wait_for(first.wait(), WAIT)
     assert first.returncode == -signal.SIGKILL
-    invocations = lambda: [
-        json.loads(line) for line in (tmp_path / "invocations.jsonl").read_text().splitlines()
-    ]  # noqa: E731
-    assert Counter(i["tool"] for i in invocations()) == {"charge": 2}  # the wire never started
+    assert Counter(i["tool"] for i in _invocations(tmp_path)) == {"charge": 2}  # the wire never started
 
     (request_id,) = requests
     process = await asyncio.create_subprocess_exec(
@@ -84,7 +85,7 @@ async def test_killed_while_pending_approved_offline_resumed_runs_the_tool_once(
     assert outcome["exit_code"] == 0, outcome
     received = json.loads((tmp_path / "received-2.json").read_text())
     assert [answer["value"].get("charge", answer["value"].get("wire")) for answer in received] == [1, 500, 2]
-    assert Counter(i["tool"] for i in invocations()) == {"charge": 2, "wire": 1}  # each exactly once
+    assert Counter(i["tool"] for i in _invocations(tmp_path)) == {"charge": 2, "wire": 1}  # each exactly once
     with sqlite3.connect(journal) as db:
         (state, by, channel) = db.execute("SELECT state, decided_by, channel FROM approvals").fetchone()
         statuses = db.execute("SELECT status FROM runs").fetchall()
