@@ -5,7 +5,8 @@ Usage: python approval_host.py JOURNAL RUN_ID WORK_DIR ENTRY [--at-most-once]
 It serves ``charge`` (no confirmation) and ``wire`` (``requires_confirmation=True``) to
 ``WORK_DIR/agent.py``, which calls them in parallel. Every invocation of a tool is appended to
 ``WORK_DIR/invocations.jsonl``; the agent writes the answers it received to
-``received-ENTRY.json``, and the host its outcome to ``outcome-ENTRY.json``.
+``received-ENTRY.json``, and the host its outcome to ``outcome-ENTRY.json``. A killed host
+leaves its run leased: the next entry waits for that lease to run out (see crash_host.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from toolbridge import Bridge, RunWaiting, ToolContext, tool
+from toolbridge import Bridge, RunBusyError, RunWaiting, ToolContext, tool
+
+RUN_LEASE = 1.0
+"""Seconds a killed host's run stays leased: short, so that the next entry waits little."""
 
 AGENT = """
 import asyncio, json, os
@@ -64,15 +69,20 @@ def main() -> None:
     }
 
     async def run() -> None:
-        async with Bridge(journal=journal) as bridge:
-            try:
-                async with bridge.run(run_id) as step:
-                    result = await step.sandbox.commands.run(
-                        "agent", "python3 agent.py", tools=tools, cwd=work, env={"ENTRY": entry}
-                    )
-                outcome = {"exit_code": result.exit_code, "stderr": result.stderr}
-            except RunWaiting as waiting:
-                outcome = {"waiting": [req.id for req in waiting.requests]}
+        async with Bridge(journal=journal, run_lease=RUN_LEASE) as bridge:
+            for _ in range(3):
+                try:
+                    async with bridge.run(run_id) as step:
+                        result = await step.sandbox.commands.run(
+                            "agent", "python3 agent.py", tools=tools, cwd=work, env={"ENTRY": entry}
+                        )
+                    outcome: dict[str, object] = {"exit_code": result.exit_code, "stderr": result.stderr}
+                    break
+                except RunWaiting as waiting:
+                    outcome = {"waiting": [req.id for req in waiting.requests]}
+                    break
+                except RunBusyError as error:  # the killed host's lease is the condition
+                    await asyncio.sleep(max(0.0, error.expires_at - time.time()) + 0.05)
         (work / f"outcome-{entry}.json").write_text(json.dumps(outcome))
 
     asyncio.run(run())

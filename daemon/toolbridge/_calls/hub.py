@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 
 from toolbridge._journal.approvals import ApprovalRequest, ApprovalStore
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 
 __all__ = ["POLL_INTERVAL", "ApprovalHub"]
 

@@ -32,7 +32,7 @@ from toolbridge import ApprovalRequest
 from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._cli.target import CLIError
-from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.base import open_journal
 
 __all__ = ["register"]
 
@@ -84,7 +84,7 @@ def _with_approvals(path: Path, action: Callable[[Approvals], Awaitable[T]]) -> 
         raise CLIError(f"no journal at {path} (pass --journal PATH)")
 
     async def go() -> T:
-        journal = SQLiteJournal(path)
+        journal = open_journal(path)
         await journal.open()
         try:
             return await action(Approvals(ApprovalHub(journal), channel="cli"))

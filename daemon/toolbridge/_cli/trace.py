@@ -17,7 +17,7 @@ from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
 from toolbridge._journal.approvals import ApprovalRequest
-from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.base import open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 
@@ -56,7 +56,7 @@ def _read(path: Path, run_id: str | None, limit: int) -> Read:
 
 
 async def _read_journal(path: Path, run_id: str | None, limit: int) -> Read:
-    journal = SQLiteJournal(path)
+    journal = open_journal(path)
     await journal.open()
     try:
         if run_id is None:

@@ -2,8 +2,10 @@
 
 A request is bound to the call that waits on it: its run, its step key and a hash of the
 validated arguments. A decision is a compare-and-swap in the database (``UPDATE ... WHERE
-state = 'pending'``), so that of two deciders, in one process or two, exactly one wins and
-the other learns who did. Times are stored as integer epoch milliseconds and shown in
+state = 'pending' RETURNING``), so that of two deciders, in one process or two, exactly one
+wins and the other learns who did. Writes go through the journal's group commit, as all of
+its writes do; requests are not fenced by the run's lease: a person decides while no host
+holds the run. Times are stored as integer epoch milliseconds and shown in
 seconds, as every other time toolbridge returns.
 
 :class:`SQLiteApprovals` is the real store; :class:`MemoryApprovals` keeps requests in
@@ -12,6 +14,7 @@ memory for a bridge without a journal (``Bridge(journal=None)``) and for unit te
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
@@ -20,10 +23,12 @@ from typing import Any, Literal, Protocol
 
 import aiosqlite
 
+from toolbridge._journal.commit import Pending
 from toolbridge._records import now
 
 __all__ = [
     "APPROVALS_MIGRATION",
+    "APPROVAL_OPERATIONS",
     "RUN_STATUS_SQL",
     "ApprovalRequest",
     "ApprovalStore",
@@ -38,8 +43,8 @@ RequestState = Literal["pending", "approved", "rejected", "expired", "cancelled"
 Condition = Literal["live", "overdue", "any"]
 """Which pending requests a transition applies to: not yet expired, past expiry, or any."""
 
-APPROVALS_MIGRATION = """
-    CREATE TABLE approvals (
+APPROVALS_MIGRATION: tuple[str, ...] = (
+    """CREATE TABLE approvals (
         request_id         TEXT PRIMARY KEY,
         run_id             TEXT NOT NULL,
         step_key           TEXT NOT NULL,
@@ -58,12 +63,12 @@ APPROVALS_MIGRATION = """
         channel            TEXT,
         reason             TEXT,
         answer_json        TEXT
-    );
-    CREATE UNIQUE INDEX approvals_by_call ON approvals (run_id, step_key, args_hash)
-        WHERE state != 'cancelled';
-    CREATE INDEX approvals_by_state ON approvals (state, created_at);
-"""
-"""The migration that adds the table (appended to the journal's numbered migrations)."""
+    )""",
+    "CREATE UNIQUE INDEX approvals_by_call ON approvals (run_id, step_key, args_hash) "
+    "WHERE state != 'cancelled'",
+    "CREATE INDEX approvals_by_state ON approvals (state, created_at)",
+)
+"""The migration that adds the table (one of the journal's numbered migrations)."""
 
 RUN_STATUS_SQL = (
     "CASE WHEN r.status = 'running' AND EXISTS (SELECT 1 FROM approvals a "
@@ -224,23 +229,42 @@ class ApprovalStore(Protocol):
         ...
 
 
-class SQLiteApprovals:
-    """The requests in the journal's SQLite file."""
+_INSERT = (
+    f"INSERT INTO approvals ({_COLUMNS}) VALUES ({', '.join('?' * 17)}) "
+    "ON CONFLICT (run_id, step_key, args_hash) WHERE state != 'cancelled' DO NOTHING"
+)
+_GUARDS = {"live": " AND expires_at > ?", "overdue": " AND expires_at <= ?", "any": ""}
 
-    def __init__(self, db: Callable[[], aiosqlite.Connection]) -> None:
+
+async def _insert(db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    await db.executemany(_INSERT, [pending.params for pending in writes])
+
+
+async def _decide(db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    for pending in writes:
+        sql, params = pending.params
+        pending.result = bool(await db.execute_fetchall(sql, params))
+
+
+APPROVAL_OPERATIONS = {"approval": _insert, "decide": _decide}
+"""The journal's batch operations for requests: kind -> executor, inside the batch's transaction."""
+
+Queue = Callable[[str, Any, Any], "asyncio.Future[Any]"]
+
+
+class SQLiteApprovals:
+    """The requests in the journal's SQLite file; writes through its group commit."""
+
+    def __init__(self, db: Callable[[], aiosqlite.Connection], queue: Queue) -> None:
         self._db = db
+        self._queue = queue
 
     async def _fetch(self, where: str, params: tuple[Any, ...]) -> list[ApprovalRequest]:
-        async with self._db().execute(f"SELECT {_COLUMNS} FROM approvals {where}", params) as cursor:
-            return [_from_row(row) for row in await cursor.fetchall()]
+        found = await self._db().execute_fetchall(f"SELECT {_COLUMNS} FROM approvals {where}", params)
+        return [_from_row(row) for row in found]
 
     async def create(self, req: ApprovalRequest) -> ApprovalRequest:
-        placeholders = ", ".join("?" * 17)
-        await self._db().execute(
-            f"INSERT INTO approvals ({_COLUMNS}) VALUES ({placeholders}) "
-            "ON CONFLICT (run_id, step_key, args_hash) WHERE state != 'cancelled' DO NOTHING",
-            _row(req),
-        )
+        await self._queue("approval", None, _row(req))
         kept = await self.for_step(req.run_id, req.step_key)
         return next(found for found in kept if found.args_hash == req.args_hash)
 
@@ -268,7 +292,7 @@ class SQLiteApprovals:
         return await self._fetch(f"{where}ORDER BY created_at, request_id", tuple(params))
 
     async def decide(self, decided: ApprovalRequest, *, condition: Condition) -> bool:
-        guard = {"live": " AND expires_at > ?", "overdue": " AND expires_at <= ?", "any": ""}[condition]
+        guard = _GUARDS[condition]
         params: tuple[Any, ...] = (
             decided.state,
             _ms(decided.decided_at),
@@ -280,12 +304,13 @@ class SQLiteApprovals:
         )
         if guard:
             params += (_ms(decided.decided_at),)
-        async with self._db().execute(
+        sql = (
             "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, channel = ?, "
-            f"reason = ?, answer_json = ? WHERE request_id = ? AND state = 'pending'{guard}",
-            params,
-        ) as cursor:
-            return cursor.rowcount == 1
+            f"reason = ?, answer_json = ? WHERE request_id = ? AND state = 'pending'{guard} "
+            "RETURNING request_id"
+        )
+        won: bool = await self._queue("decide", None, (sql, params))
+        return won
 
 
 class MemoryApprovals:

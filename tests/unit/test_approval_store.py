@@ -15,7 +15,8 @@ from toolbridge import ApprovalError, ToolOptions, ask_user, request_approval, t
 from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._journal.approvals import ApprovalRequest
-from toolbridge._journal.sqlite import NullJournal, SQLiteJournal
+from toolbridge._journal.null import NullJournal
+from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import now
 from toolbridge._sandbox.launcher import StopSignal
 from toolbridge._tools.tool import to_tools
