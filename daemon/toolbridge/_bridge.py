@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import uuid
@@ -111,23 +112,18 @@ class Bridge:
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
-        self._approval_hub = ApprovalHub(self._journal)
-        self._approvals = Approvals(self._approval_hub, channel="api")
-        self._sidecar = SidecarScopes(
-            self._journal, self._tools, self._runs, nested_steps(self._events), self._approval_hub
-        )
+        self._approval_hub = hub = ApprovalHub(self._journal)
+        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events), hub)
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
 
-    @property
+    @functools.cached_property
     def approvals(self) -> Approvals:
-        """Requests for a person's decision, and deciding them (while the bridge is open):
-        ``await bridge.approvals.list()``, ``.approve(id, by=...)``, ``.reject(id, by=...,
-        reason=...)``, ``.answer(id, answer, by=...)``."""
-        return self._approvals
+        """Requests for a person's decision, and deciding them (``.list``, ``.approve``, ...)."""
+        return Approvals(self._approval_hub, channel="api")
 
     @property
     def journal_location(self) -> str | None:

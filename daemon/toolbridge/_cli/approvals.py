@@ -134,8 +134,9 @@ def _print(req: ApprovalRequest, *, as_json: bool) -> None:
     if req.answer_schema is not None:
         lines.append(f"answer    must match {json.dumps(req.answer_schema)}")
     if req.state != "pending":
+        how = "answered" if req.kind == "input" and req.state == "approved" else req.state
         lines.append(
-            f"decided   {req.state} by {req.decided_by or '-'} via {req.channel} at {_time(req.decided_at)}"
+            f"decided   {how} by {req.decided_by or '-'} via {req.channel} at {_time(req.decided_at)}"
         )
         if req.reason:
             lines.append(f"reason    {req.reason}")

@@ -195,7 +195,8 @@ def _request_line(req: ApprovalRequest) -> Text:
         line.append(f"pending since {_time(req.created_at)}", style=style)
     else:
         by = f" by {req.decided_by}" if req.decided_by else ""
-        line.append(f"{req.state}{by} via {req.channel} at {_time(req.decided_at or 0)}", style=style)
+        how = "answered" if req.kind == "input" and req.state == "approved" else req.state
+        line.append(f"{how}{by} via {req.channel} at {_time(req.decided_at or 0)}", style=style)
     if req.reason:
         line.append(f": {_cut(req.reason)}")
     return line

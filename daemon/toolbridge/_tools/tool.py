@@ -101,9 +101,7 @@ class Tool:
     handler_takes_context: bool = True
 
     def schema(self) -> dict[str, Any]:
-        """``{name, description, input_schema, requires_confirmation}``, as seed 002's
-        ``getSchema()``. A ``requires_confirmation`` callable shows as ``True``: some calls
-        need a person."""
+        """``{name, description, input_schema, requires_confirmation}`` (a callable: ``True``)."""
         schema = self.input_schema.json_schema if self.input_schema is not None else {"type": "object"}
         return {
             "name": self.name,
@@ -321,8 +319,7 @@ class _ToolFactory:
             check_tool_name(name)
         if not isinstance(requires_confirmation, bool) and not callable(requires_confirmation):
             raise TypeError(
-                "requires_confirmation= must be True, False or a function (args, ctx) -> bool, "
-                f"got {requires_confirmation!r}"
+                f"requires_confirmation= must be True, False or a function, got {requires_confirmation!r}"
             )
         if not callable(run):
             raise TypeError(f"run= must be a function, got {run!r}")
@@ -382,8 +379,7 @@ def to_tool(value: object) -> Tool:
 
 
 def to_tools(tools: Mapping[str, object] | Sequence[object]) -> dict[str, Tool]:
-    """Check names and convert every tool of ``tools=``: a dict of name -> tool, or a list
-    of named tools (``tool.step(name=...)``, ``toolbridge.ask_user()``).
+    """Check names and convert ``tools=``: a dict of name -> tool, or a list of named tools.
 
     Raises:
         ValueError: for an invalid or repeated name.
