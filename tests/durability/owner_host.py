@@ -35,7 +35,8 @@ def say(event: str, **fields: object) -> None:
 
 
 async def cue() -> str:
-    return (await asyncio.to_thread(sys.stdin.readline)).strip()
+    line: str = await asyncio.to_thread(sys.stdin.readline)
+    return line.strip()
 
 
 def main() -> None:
