@@ -419,3 +419,34 @@ async def test_the_wait_does_not_count_against_the_command_timeout(
     result = await asyncio.wait_for(task, WAIT)
     assert result.stopped is None
     assert output(result) == {"big": {"result": {"refunded": 500}}}
+
+
+async def test_toolbridge_call_waits_says_how_to_decide_and_returns_once_approved(tmp_path: Path) -> None:
+    app = tmp_path / "shop_app.py"
+    app.write_text(
+        "from toolbridge import Bridge, tool\n"
+        "bridge = Bridge(journal='shop.db', tools={'delete_order': tool.step(\n"
+        "    run=lambda args: {'deleted': args['order_id']}, requires_confirmation=True)})\n"
+    )
+    call = await asyncio.create_subprocess_exec(
+        TOOLBRIDGE,
+        "call",
+        "shop_app:bridge",
+        "delete_order",
+        "--input",
+        '{"order_id": 42}',
+        "--run-id",
+        "del",
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert call.stderr is not None
+    hint = (await asyncio.wait_for(call.stderr.readline(), WAIT)).decode()
+    assert "delete_order(order_id=42) waits for a person: toolbridge approvals approve apr_" in hint
+    command = hint.split("waits for a person: ")[1].split()
+    code, _, err = await toolbridge(*command[1:], "--as", "alice")
+    assert code == 0, err
+    stdout, _ = await asyncio.wait_for(call.communicate(), WAIT)
+    assert call.returncode == 0
+    assert json.loads(stdout) == {"deleted": 42}
