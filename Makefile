@@ -75,6 +75,7 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/sandbox_startup.py
 	$(PY) bench/validation.py
 	$(PY) bench/first_command.py
+	$(PY) bench/approval_latency.py
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
 # toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.

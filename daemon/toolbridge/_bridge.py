@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -12,6 +13,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar, overload
 
+from toolbridge._calls.decisions import Approvals
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._commands.snippets import Sandbox
@@ -19,7 +22,7 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
-from toolbridge._errors import ToolbridgeError
+from toolbridge._errors import RunWaiting, ToolbridgeError
 from toolbridge._journal.base import Durability, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import check_run_id
@@ -85,7 +88,7 @@ class Bridge:
         socket: str | os.PathLike[str] | None = None,
         listen: str | None = None,
         durability: Durability = "normal",
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         run_lease: float = 30.0,
         shutdown_grace: float = 5.0,
@@ -103,12 +106,18 @@ class Bridge:
         self._events.on_event.append(self._trigger)
         self._services: Services | None = None
         self._shutdown = Shutdown(shutdown_grace)
-        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
+        self._approval_hub = hub = ApprovalHub(self._journal)
+        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events), hub)
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
+
+    @functools.cached_property
+    def approvals(self) -> Approvals:
+        """Requests for a person's decision, and deciding them (``.list``, ``.approve``, ...)."""
+        return Approvals(self._approval_hub, channel="api")
 
     @property
     def shutdown_grace(self) -> float:
@@ -247,6 +256,7 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             events=self._events,
             steps_factory=nested_steps(self._events),
+            approvals=self._approval_hub,
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
@@ -384,6 +394,7 @@ class Bridge:
                 name,
                 arguments,
                 tool_options or ToolOptions(),
+                self._approval_hub,
             )
 
     @contextlib.asynccontextmanager
@@ -401,6 +412,9 @@ class Bridge:
         state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)
+        except RunWaiting:
+            await self._runs.leave(state, None, suspend=True)  # open, for the next entry
+            raise
         except Exception as exc:
             await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
             raise

@@ -8,6 +8,8 @@
     ├── SandboxError                a command could not be started in the chosen sandbox
     ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
     ├── StepError                   a durable step (step.run) failed after its attempts
+    ├── RunWaiting                  a run stopped to wait for a person's decision; enter it again
+    ├── ApprovalError               a request cannot be decided as asked (unknown, already decided)
     └── JournalError                the journal cannot be used as asked
         ├── ReplayMismatchError     a replay asks for another step under a recorded step's key
         ├── RunBusyError            another daemon holds the run's lease: it is running it now
@@ -27,15 +29,18 @@ reaches the sandbox only as a generic ``InternalError`` carrying an error id.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Any, Literal
 
 __all__ = [
+    "ApprovalError",
     "JournalError",
     "NonRetriableError",
     "ProtocolError",
     "ReplayMismatchError",
     "RunBusyError",
     "RunLeaseLostError",
+    "RunWaiting",
     "SandboxError",
     "SnippetError",
     "StepError",
@@ -143,6 +148,38 @@ class StepError(ToolbridgeError):
         self.type = str(error.get("type", "Error"))
         self.message = str(error.get("message", ""))
         super().__init__(f"step {step_id!r} failed: {self.type}: {self.message}")
+
+
+class RunWaiting(ToolbridgeError):  # noqa: N818 (the name is part of the public contract)
+    """A run stopped because calls wait for a person's decision (``ToolOptions.approval_hold``).
+
+    The run is left open in the journal (``toolbridge runs`` shows it ``waiting``). Decide the
+    requests (``bridge.approvals``, ``toolbridge approvals``), then enter the run again: its
+    completed calls are replayed from the journal and the approved ones run.
+
+    Attributes:
+        run_id: The run that waits.
+        requests: The pending requests (``ApprovalRequest``), oldest first.
+    """
+
+    def __init__(self, run_id: str, requests: Sequence[Any]) -> None:
+        self.run_id = run_id
+        self.requests = list(requests)
+        shown = ", ".join(f"{req.id} ({req.summary})" for req in self.requests[:5]) or "none left"
+        super().__init__(f"run {run_id!r} waits for a person's decision on: {shown}")
+
+
+class ApprovalError(ToolbridgeError):
+    """A request cannot be decided as asked: unknown, of another kind, already decided or
+    expired, or given an answer that does not validate.
+
+    Attributes:
+        request: The request as it stands (``ApprovalRequest``), when there is one.
+    """
+
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
 
 
 class JournalError(ToolbridgeError):

@@ -32,6 +32,12 @@ class ToolOptions:
         max_reply_bytes: The largest result the sandbox may receive.
         max_in_flight: Tool calls one command may have running at once; the next is
             refused with ``RESOURCE_EXHAUSTED`` and told when to retry.
+        approval_hold: Seconds a command waits, blocked on a call that needs a person's
+            decision, before it is stopped and ``commands.run`` raises ``RunWaiting``
+            (enter the run again once it is decided). The command's timeout and the
+            call's ``tool_timeout`` do not count the wait.
+        approval_timeout: Seconds until a request nobody decided expires; the call then
+            fails with ``ApprovalExpired``.
     """
 
     tool_timeout: float = 30.0
@@ -43,9 +49,11 @@ class ToolOptions:
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
     max_in_flight: int = 64
+    approval_hold: float = 600.0
+    approval_timeout: float = 86400.0
 
     def __post_init__(self) -> None:
-        for name in ("tool_timeout", "wait_window"):
+        for name in ("tool_timeout", "wait_window", "approval_hold", "approval_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
         for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes", "max_in_flight"):

@@ -66,7 +66,7 @@ class RunSummary:
     """A run as ``toolbridge runs`` lists it."""
 
     run_id: str
-    status: RunStatus
+    status: RunStatus | Literal["waiting"]  # waiting: open on a request for a person's decision
     started_at: float
     updated_at: float
     finished_at: float | None

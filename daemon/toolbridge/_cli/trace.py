@@ -22,6 +22,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.base import open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
@@ -36,7 +37,7 @@ PREVIEW = 60
 REASON = 240
 """Characters of an output-validation reason shown: the reason is the point of the line."""
 
-_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow"}
+_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "waiting": "magenta"}
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -61,30 +62,32 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _read(path: Path, run_id: str | None, limit: int) -> tuple[list[RunSummary], list[StepRecord]]:
+Read = tuple[list[RunSummary], list[StepRecord], list[ApprovalRequest]]
+
+
+def _read(path: Path, run_id: str | None, limit: int) -> Read:
     if not path.exists():
         raise CLIError(f"no journal at {path} (pass --journal PATH)")
     return asyncio.run(_read_journal(path, run_id, limit))
 
 
-async def _read_journal(
-    path: Path, run_id: str | None, limit: int
-) -> tuple[list[RunSummary], list[StepRecord]]:
+async def _read_journal(path: Path, run_id: str | None, limit: int) -> Read:
     journal = open_journal(path)
     await journal.open()
     try:
         if run_id is None:
-            return await journal.list_runs(limit), []
+            return await journal.list_runs(limit), [], []
         run = await journal.get_run(run_id)
         if run is None:
             raise CLIError(f"no run {run_id!r} in {path}")
-        return [run], await journal.load_steps(run_id)
+        requests = await journal.approvals.list(run_id=run_id)
+        return [run], await journal.load_steps(run_id), requests
     finally:
         await journal.close()
 
 
 def _runs(args: argparse.Namespace) -> int:
-    runs, _ = _read(args.journal, None, args.limit)
+    runs, _, _ = _read(args.journal, None, args.limit)
     if args.json:
         print(json.dumps([run_to_dict(run) for run in runs], indent=2))
         return 0
@@ -109,8 +112,8 @@ def _trace(args: argparse.Namespace) -> int:
         if not args.journal.exists():
             raise CLIError(f"no journal at {args.journal} (pass --journal PATH)")
         return asyncio.run(_follow(args.journal, args.run_id))
-    (run,), steps = _read(args.journal, args.run_id, 1)
-    roots = build_tree(steps)
+    (run,), steps, requests = _read(args.journal, args.run_id, 1)
+    roots = build_tree(steps, requests)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
         return 0
@@ -233,6 +236,8 @@ def _add(parent: Tree, node: TraceNode, finished: bool) -> None:
     if len(entries) > 1 or any(entry["kind"] != "attempt" or entry["tone"] != "plain" for entry in entries):
         for entry in entries:
             branch.add(_entry_line(entry))
+    for req in node.approvals:
+        branch.add(_request_line(req))
     for child in node.children:
         _add(branch, child, finished)
 
@@ -250,6 +255,21 @@ def _entry_line(entry: dict[str, Any]) -> Text:
         line.append(f"  {_cut(entry['error'])}", style="red")
     if entry.get("error_id"):
         line.append(f"  ({entry['error_id']})", style="dim")
+    return line
+
+
+def _request_line(req: ApprovalRequest) -> Text:
+    """A request under its call: ``approval apr_…  approved by alice via cli at …: reason``."""
+    style = {"approved": "green", "pending": "magenta"}.get(req.state, "red")
+    line = Text(f"{req.kind} {req.id}  ", style="dim")
+    if req.state == "pending":
+        line.append(f"pending since {_time(req.created_at)}", style=style)
+    else:
+        by = f" by {req.decided_by}" if req.decided_by else ""
+        how = "answered" if req.kind == "input" and req.state == "approved" else req.state
+        line.append(f"{how}{by} via {req.channel} at {_time(req.decided_at or 0)}", style=style)
+    if req.reason:
+        line.append(f": {_cut(req.reason)}")
     return line
 
 

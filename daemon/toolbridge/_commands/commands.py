@@ -21,7 +21,7 @@ from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services, command_environment
 from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
-from toolbridge._errors import SandboxError
+from toolbridge._errors import RunWaiting, SandboxError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
@@ -80,7 +80,7 @@ class Commands:
         name: str,
         command: str | Sequence[str],
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
@@ -91,7 +91,8 @@ class Commands:
         Args:
             name: The step id of the command in the run.
             command: A string (split like a shell would, but run without one) or a list.
-            tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``.
+            tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``; or a
+                list of named tools (``tool.step(name=...)``, ``toolbridge.ask_user()``).
             tool_options: Limits and retries for the calls (``ToolOptions()`` by default).
             timeout: Seconds before the command's process tree is killed (5 minutes).
             env: Variables added to the command's scrubbed environment.
@@ -104,6 +105,9 @@ class Commands:
         Raises:
             ValueError, TypeError: for invalid tools, names or options, before anything runs.
             SandboxError: when the sandbox cannot start the command.
+            RunWaiting: when a call still waits for a person after
+                ``tool_options.approval_hold``; the command was stopped, and entering the
+                run again once it is decided resumes it.
         """
         argv = _argv(command)
         tool_map = to_tools(tools or {})
@@ -138,7 +142,7 @@ class Commands:
                 exit_code=outcome.exit_code,
                 stdout=outcome.stdout.decode(errors="replace"),
                 stderr=outcome.stderr.decode(errors="replace"),
-                stopped=outcome.stopped if outcome.stopped != "cancelled" else None,
+                stopped=outcome.stopped if outcome.stopped in ("timeout", "max_calls") else None,
                 not_asked_again=tuple(stale),
             )
             recorded = asdict(result)
@@ -191,7 +195,12 @@ async def execute_command(
     run.journal.write(rec)
     run.executed_parents.add(key)
     scope = CommandScope(
-        run=run, command_key=key, tools=dict(tools), options=options, steps_factory=services.steps_factory
+        run=run,
+        command_key=key,
+        tools=dict(tools),
+        options=options,
+        steps_factory=services.steps_factory,
+        approvals=services.approvals,
     )
     token, token_id = services.tokens.mint(scope)
     spec = LaunchSpec(
@@ -212,6 +221,9 @@ async def execute_command(
         raise
     finally:
         services.tokens.revoke(token_id)
+    if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
+        pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
+        raise RunWaiting(run.run_id, pending)
     stale = run.mark_stale(key)
     if stale:
         log.warning("command %r ran again without asking for %d recorded call(s): %s", key, len(stale), stale)

@@ -11,7 +11,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class Sandbox:
         step_id: str,
         code: str,
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
@@ -83,7 +83,7 @@ class Sandbox:
         step_id: str,
         code: str,
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
@@ -117,7 +117,7 @@ class Sandbox:
         filename: str,
         runner: list[str],
         *,
-        tools: Mapping[str, object] | None,
+        tools: Mapping[str, object] | Sequence[object] | None,
         output: Any,
         tool_options: ToolOptions | None,
         timeout: float | None,

@@ -103,12 +103,15 @@ class Runs:
                 log.warning("lost the lease on run %r: another daemon took it over", run_id)
                 return
 
-    async def leave(self, state: RunState, status: RunStatus | None, error: str | None = None) -> None:
+    async def leave(
+        self, state: RunState, status: RunStatus | None, error: str | None = None, *, suspend: bool = False
+    ) -> None:
         """Leave a run entered with :meth:`enter`.
 
         With a ``status``, the run is recorded as ending so now; with ``None``, it is
-        recorded as completed only when its last entry leaves. The last entry releases the
-        run's lease.
+        recorded as completed only when its last entry leaves. With ``suspend``, it stays
+        recorded as running (it waits for a person; a later entry resumes it). The last
+        entry releases the run's lease.
         """
         try:
             if status is not None:
@@ -121,7 +124,7 @@ class Runs:
                 if renewal is not None:
                     renewal.cancel()
                 try:
-                    if status is None:
+                    if status is None and not suspend:
                         await self._journal.end_run(state.run_id, "completed")
                 finally:
                     await self._journal.release_run(state.run_id)

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from toolbridge._errors import JournalError
+from toolbridge._journal.approvals import MemoryApprovals
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["NullJournal"]
@@ -22,6 +23,9 @@ class NullJournal:
 
     owner = "nobody"
     location: str | None = None
+
+    def __init__(self) -> None:
+        self.approvals = MemoryApprovals()  # requests for a person still work, in memory
 
     async def open(self) -> None:
         return None

@@ -24,7 +24,8 @@ from typing import Any, Literal, Protocol
 from toolbridge._errors import SandboxError
 from toolbridge._sandbox.orphans import die_with_parent
 
-StopReason = Literal["timeout", "max_calls", "cancelled"]
+StopReason = Literal["timeout", "max_calls", "cancelled", "suspended"]
+"""``suspended``: the daemon stopped the command to resume its work later (in a new run entry)."""
 
 _DRAIN_GRACE = 2.0
 """Seconds to wait for output pipes to close after the process tree is gone."""
@@ -77,10 +78,16 @@ class ProcessOutcome:
 
 @dataclass
 class StopSignal:
-    """Lets the daemon stop a running command early, saying why."""
+    """Lets the daemon stop a running command early, saying why, and pause its timeout.
+
+    While one or more holds are taken (:meth:`pause`), the command's clock stands still:
+    the time does not count against ``LaunchSpec.timeout``.
+    """
 
     event: asyncio.Event = field(default_factory=asyncio.Event)
     reason: StopReason | None = None
+    holds: int = 0
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def stop(self, reason: StopReason) -> None:
         self.note(reason)
@@ -94,6 +101,33 @@ class StopSignal:
         """
         if self.reason is None:
             self.reason = reason
+
+    def pause(self) -> None:
+        """Take a hold: stop the clock until every hold is released."""
+        self.holds += 1
+        self._changed.set()
+
+    def resume(self) -> None:
+        """Release a hold taken with :meth:`pause`."""
+        self.holds -= 1
+        self._changed.set()
+
+    async def elapse(self, seconds: float) -> None:
+        """Return once ``seconds`` have passed with no hold taken."""
+        loop = asyncio.get_running_loop()
+        left = seconds
+        while True:
+            self._changed.clear()
+            if self.holds > 0:
+                await self._changed.wait()
+                continue
+            started = loop.time()
+            try:
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
+            except TimeoutError:
+                return
+            left -= loop.time() - started
 
 
 class Launcher(Protocol):
@@ -246,10 +280,9 @@ async def run_process(
             raise
     exited = asyncio.ensure_future(process.wait())
     stopped = asyncio.ensure_future(stop.event.wait())
+    clock = asyncio.ensure_future(stop.elapse(spec.timeout))
     try:
-        done, _ = await asyncio.wait(
-            {exited, stopped}, timeout=spec.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait({exited, stopped, clock}, return_when=asyncio.FIRST_COMPLETED)
         if exited not in done:
             stop.stop("timeout")
     except asyncio.CancelledError:
@@ -259,6 +292,7 @@ async def run_process(
         raise
     finally:
         stopped.cancel()
+        clock.cancel()
         # The command's tree ends with it: kill whatever is left in its process group.
         _kill_group(process.pid)
         if not exited.done():

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
@@ -134,6 +135,7 @@ class SidecarScopes:
         tools: The bridge's registered tools (read at a token's first call).
         runs: The bridge's open runs, shared with ``bridge.run``.
         steps_factory: Gives tool groups their ``ctx.step``.
+        approvals: Where calls that need a person wait.
     """
 
     def __init__(
@@ -142,8 +144,10 @@ class SidecarScopes:
         tools: Mapping[str, Tool],
         runs: Runs,
         steps_factory: StepsFactory,
+        approvals: ApprovalHub,
     ) -> None:
         self.store = TokenStore(journal)
+        self._approvals = approvals
         self._journal = journal
         self._tools = tools
         self._runs = runs
@@ -192,6 +196,7 @@ class SidecarScopes:
             tools={name: self._tools[name] for name in grant.tools if name in self._tools},
             options=ToolOptions(max_calls=grant.max_calls),
             steps_factory=self._steps_factory,
+            approvals=self._approvals,
             calls=grant.calls,
         )
         token_id = grant.id

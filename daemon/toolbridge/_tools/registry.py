@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolbridge._tools.events import EventType
@@ -16,10 +16,11 @@ class Registry:
     """A bridge's tools and durable functions, checked as they are added.
 
     Args:
-        tools: The tools given at construction (``Bridge(tools=...)``).
+        tools: The tools given at construction (``Bridge(tools=...)``): a dict of name ->
+            tool, or a list of named tools.
     """
 
-    def __init__(self, tools: Mapping[str, object]) -> None:
+    def __init__(self, tools: Mapping[str, object] | Sequence[object]) -> None:
         self.tools: dict[str, Tool] = to_tools(tools)
         self.functions: dict[str, DurableFunction] = {}
 
