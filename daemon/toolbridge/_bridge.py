@@ -17,12 +17,11 @@ from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
-from toolbridge._commands.snippets import Sandbox
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
-from toolbridge._durable.runstate import RunState
-from toolbridge._durable.steps import Steps, nested_steps
-from toolbridge._errors import RunWaiting, ToolbridgeError
+from toolbridge._durable.steps import nested_steps
+from toolbridge._durable.triggers import Triggers
+from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.base import Durability, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import check_run_id
@@ -33,6 +32,7 @@ from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
+from toolbridge._step import Step
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext
@@ -42,7 +42,7 @@ from toolbridge._tools.tool import Tool
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
-__all__ = ["Bridge", "Step"]
+__all__ = ["Bridge"]
 
 
 class Bridge:
@@ -103,7 +103,7 @@ class Bridge:
         self._background: set[asyncio.Future[Any]] = set()
         self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._events = EventBus(self._journal)
-        self._events.on_event.append(self._trigger)
+        self._events.on_event.append(Triggers(self._registry, self._background, self.run).on_event)
         self._services: Services | None = None
         self._shutdown = Shutdown(shutdown_grace)
         self._approval_hub = hub = ApprovalHub(self._journal)
@@ -216,20 +216,6 @@ class Bridge:
         """
         self._require_open()
         return await self._events.publish(name, data or {})
-
-    def _trigger(self, event: Event) -> None:
-        for function in self._registry.triggered_by(event.name):
-            task = asyncio.ensure_future(self._run_triggered(function, event))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-    async def _run_triggered(self, function: DurableFunction, event: Event) -> None:
-        try:
-            data = function.trigger.validate(event.data) if function.trigger else event.data
-            async with self.run(f"{function.id}/{event.id}") as step:
-                await function.call(Event(event.name, data, event.id, event.ts), step, step.run_id)
-        except Exception:  # the run is journaled as failed; nobody awaits a triggered run
-            log.exception("function %r failed on event %s", function.id, event.id)
 
     def _require_open(self) -> Services:
         if self._services is None:
@@ -409,27 +395,5 @@ class Bridge:
         """
         services = self._require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        state = await self._runs.enter(run_id)
-        try:
+        async with self._runs.session(run_id) as state:
             yield Step(services, state)
-        except RunWaiting:
-            await self._runs.leave(state, None, suspend=True)  # open, for the next entry
-            raise
-        except Exception as exc:
-            await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
-            raise
-        else:
-            state.mark_stale(None)
-            await self._runs.leave(state, "completed")
-
-
-class Step(Steps):
-    """What ``bridge.run()`` yields: the run's top-level steps and its sandbox.
-
-    Attributes:
-        sandbox: Run commands and snippets whose code can call tools.
-    """
-
-    def __init__(self, services: Services, run: RunState) -> None:
-        super().__init__(services.events, run, None, ToolOptions())
-        self.sandbox: Sandbox = Sandbox(services, run, self._key)
