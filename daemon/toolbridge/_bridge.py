@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar, overload
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._commands.snippets import Sandbox
+from toolbridge._durable import tracing
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
@@ -376,14 +377,18 @@ class Bridge:
         services = self._require_open()
         run_id = _check_run_id(run_id or uuid.uuid4().hex)
         state = await self._runs.enter(run_id)
+        span = tracing.run_trace(run_id)
         try:
             yield Step(services, state)
         except Exception as exc:
+            span.fail(exc)
             await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
             raise
         else:
             state.mark_stale(None)
             await self._runs.leave(state, "completed")
+        finally:
+            span.end()
 
 
 class Step(Steps):

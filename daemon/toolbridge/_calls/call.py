@@ -15,6 +15,7 @@ from typing import Any
 from toolbridge._calls.hooks import finish_hook, start_hook
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
+from toolbridge._durable import tracing
 from toolbridge._durable.attempts import new_error_id, run_attempts, unexpected
 from toolbridge._errors import JournalError, ProtocolError, ToolError
 from toolbridge._journal.sqlite import Journal
@@ -78,9 +79,11 @@ def _call_input(positional: list[Any], named: dict[str, Any]) -> str:
 
 
 async def call_tool(
-    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes
+    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes, *, traceparent: str = ""
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
+
+    ``traceparent`` is the caller's W3C trace context, the parent of the call's span.
 
     Raises:
         ProtocolError: for calls the protocol refuses before any tool is involved.
@@ -115,10 +118,23 @@ async def call_tool(
     run = scope.run
     recorded = run.claim(key)
     if recorded is not None and recorded.done:
+        tracing.replayed(recorded, scope.trace_context)
         return _outcome(recorded, replayed=True)
 
     async def work() -> CallOutcome:
-        return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
+        with tracing.tool_trace(
+            run_id=run.run_id,
+            tool_name=tool_name,
+            key=key,
+            traceparent=traceparent,
+            scope_context=scope.trace_context,
+            from_host=not scope.command_key,
+        ) as span:
+            outcome = await _run_tool_step(
+                scope, tool, tool_name, key, input_json, positional, named, named_json
+            )
+            span.finish(run.steps.get(key), outcome.error, outcome.result_json)
+        return outcome
 
     return await run.single_flight(key, work, shield=True)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from opentelemetry.context import Context
+
 from toolbridge._durable.runstate import KeyCounter, RunState
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._options import ToolOptions
@@ -31,3 +33,4 @@ class CommandScope:
     calls: int = 0
     keys: KeyCounter = field(default_factory=KeyCounter)
     on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist
+    trace_context: Context | None = None  # the command's span: the parent of calls that carry none

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services, command_environment
+from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import expect_kind
 from toolbridge._errors import SandboxError
@@ -170,13 +171,19 @@ async def execute_command(
     rec.attempts += 1
     run.journal.write(rec)
     run.executed_parents.add(key)
+    span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
     scope = CommandScope(
-        run=run, command_key=key, tools=dict(tools), options=options, steps_factory=services.steps_factory
+        run=run,
+        command_key=key,
+        tools=dict(tools),
+        options=options,
+        steps_factory=services.steps_factory,
+        trace_context=span.context,
     )
     token, token_id = services.tokens.mint(scope)
     spec = LaunchSpec(
         argv=argv,
-        env=command_environment(services, token, env),
+        env={**command_environment(services, token, env), **span.environment(env)},
         cwd=cwd,
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
@@ -186,11 +193,14 @@ async def execute_command(
     )
     try:
         outcome = await services.launcher.run(spec, scope.stop)
+        span.finish(outcome.exit_code, outcome.stopped)
     except SandboxError as exc:
+        span.fail(exc)
         rec.fail({"type": "SandboxError", "message": str(exc)})
         await run.journal.write(rec)
         raise
     finally:
         services.tokens.revoke(token_id)
+        span.end()
     run.mark_stale(key)
     return rec, outcome

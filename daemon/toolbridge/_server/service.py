@@ -84,7 +84,11 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
         scope = await self._scope(context)
         try:
             outcome = await call_tool(
-                scope, request.tool_name, request.positional_arguments_json, request.named_arguments_json
+                scope,
+                request.tool_name,
+                request.positional_arguments_json,
+                request.named_arguments_json,
+                traceparent=request.traceparent,
             )
         except ProtocolError as exc:
             await context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
@@ -108,7 +112,11 @@ class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
                 if scope is None:
                     raise ProtocolError("UNAUTHENTICATED", UNAUTHENTICATED_MESSAGE)
                 outcome = await call_tool(
-                    scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
+                    scope,
+                    call.tool_name,
+                    call.positional_arguments_json,
+                    call.named_arguments_json,
+                    traceparent=call.traceparent,
                 )
                 reply = pb.CallToolStreamResponse(call_id=request.call_id, response=_response(outcome))
             except ProtocolError as exc:
