@@ -16,6 +16,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
+from toolbridge._durable.otlp import export_run
+from toolbridge._durable.tracing import content_enabled
+from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
@@ -34,6 +37,14 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     runs.set_defaults(handler=_runs)
     trace = commands.add_parser("trace", help="show one run's steps as a tree")
     trace.add_argument("run_id", metavar="RUN_ID")
+    trace.add_argument(
+        "--export",
+        metavar="otlp[=URL]",
+        type=_export_target,
+        help="send the finished run as OpenTelemetry spans over OTLP/HTTP instead of showing it "
+        "(URL: the collector's traces endpoint; default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+        "http://localhost:4318/v1/traces; needs toolbridge[otlp])",
+    )
     _common(trace)
     trace.set_defaults(handler=_trace)
 
@@ -86,8 +97,18 @@ def _runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_target(value: str) -> str:
+    """``otlp`` or ``otlp=URL`` -> the URL (``""`` for the exporter's default)."""
+    kind, _, url = value.partition("=")
+    if kind != "otlp" or ("=" in value and not url.startswith(("http://", "https://"))):
+        raise argparse.ArgumentTypeError(f"{value!r}: use otlp or otlp=http://HOST:PORT/v1/traces")
+    return url
+
+
 def _trace(args: argparse.Namespace) -> int:
     (run,), steps = _read(args.journal, args.run_id, 1)
+    if args.export is not None:
+        return _export(run, steps, args.export)
     roots = build_tree(steps)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
@@ -107,6 +128,15 @@ def _trace(args: argparse.Namespace) -> int:
     if run.error:
         tree.add(Text(f"error: {_cut(run.error)}", style="red"))
     _console().print(tree)
+    return 0
+
+
+def _export(run: RunSummary, steps: list[StepRecord], url: str) -> int:
+    try:
+        report = export_run(run, steps, endpoint=url or None, content=content_enabled())
+    except ToolbridgeError as exc:
+        raise CLIError(str(exc)) from None
+    print(f"exported run {run.run_id}: {report.spans} spans, trace id {report.trace_id}")
     return 0
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "RunTrace",
     "ToolTrace",
     "command_trace",
+    "entry_event",
     "parse_traceparent",
     "replayed",
     "resumed",
@@ -214,25 +215,41 @@ class ToolTrace:
             span.set_attribute(CALL_RESULT, result_json)
 
 
-def _add_entry_event(span: Span, entry: Mapping[str, Any], *, since: float) -> None:
+def entry_event(entry: Mapping[str, Any]) -> tuple[str, dict[str, Any], int] | None:
+    """An attempt or hook entry of a step's ``attempt_log`` as a span event.
+
+    Returns:
+        ``(name, attributes, timestamp in ns)``, or ``None`` for an entry without times.
+    """
     started = entry.get("started_at")
-    if not isinstance(started, (int, float)) or started < since:
-        return  # an entry of an earlier execution (before a crash): not this span's
-    stamp = int((entry.get("finished_at") or started) * 1e9)
+    if not isinstance(started, (int, float)):
+        return None
+    finished = entry.get("finished_at") or started
     attributes: dict[str, Any] = {}
     error = entry.get("error")
     if isinstance(error, Mapping):
         attributes[ERROR_TYPE] = str(error.get("type") or "error")
         if error.get("error_id"):
             attributes["toolbridge.error_id"] = str(error["error_id"])
+    stamp = int(finished * 1_000_000_000)
     if "attempt" in entry:
         attributes["toolbridge.attempt"] = int(entry["attempt"])
-        attributes["toolbridge.duration_s"] = float((entry.get("finished_at") or started) - started)
-        span.add_event("toolbridge.attempt", attributes, timestamp=stamp)
-    elif "hook" in entry:
+        attributes["toolbridge.duration_s"] = float(finished - started)
+        return "toolbridge.attempt", attributes, stamp
+    if "hook" in entry:
         attributes["toolbridge.hook"] = str(entry["hook"])
         attributes["toolbridge.hook.changed"] = "input" in entry or "tool_result" in entry
-        span.add_event("toolbridge.hook", attributes, timestamp=stamp)
+        return "toolbridge.hook", attributes, stamp
+    return None
+
+
+def _add_entry_event(span: Span, entry: Mapping[str, Any], *, since: float) -> None:
+    if entry.get("started_at", 0) < since:
+        return  # an entry of an earlier execution (before a crash): not this span's
+    event = entry_event(entry)
+    if event is not None:
+        name, attributes, stamp = event
+        span.add_event(name, attributes, timestamp=stamp)
 
 
 @contextmanager
