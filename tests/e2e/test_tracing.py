@@ -310,3 +310,31 @@ async def test_the_waiting_seam_ends_a_span_as_waiting_and_the_resumed_one_links
     assert parked[0] == tracing.traceparent_of(waited.context)
     (link,) = resumed.links
     assert link.context.span_id == waited.context.span_id
+
+
+@pytest.mark.parametrize(
+    ("language", "script", "code"),
+    [
+        (
+            "python",
+            "agent.py",
+            "import asyncio\nfrom inngest_tools import tools\nasyncio.run(tools.echo('x'))\n",
+        ),
+        ("node", "agent.js", 'require("inngest_tools").tools.echo("x").then(() => process.exit(0));\n'),
+    ],
+)
+async def test_a_client_without_opentelemetry_sends_the_commands_traceparent(
+    bridge: Bridge, tmp_path: Path, spans: InMemorySpanExporter, language: str, script: str, code: str
+) -> None:
+    (tmp_path / script).write_text(code)
+    async with bridge.run(f"plain-{language}") as step:
+        result = await step.sandbox.commands.run(
+            "agent", [language, script], tools={"echo": lambda value: value}, cwd=tmp_path
+        )
+    assert result.exit_code == 0, result.stderr
+    finished = list(spans.get_finished_spans())
+    command = _one(finished, "toolbridge.command agent")
+    echo = _one(finished, "execute_tool echo")
+    assert echo.parent is not None
+    assert echo.parent.is_remote, "the parent came over the wire, from TRACEPARENT"
+    assert _parent_id(echo) == _hex(command.context.span_id)
