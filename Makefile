@@ -68,6 +68,7 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/durability.py
 	$(PY) bench/sandbox_startup.py
 	$(PY) bench/validation.py
+	$(PY) bench/tracing_overhead.py
 
 clean:
 	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules
