@@ -24,6 +24,7 @@ what the tools' owners never meant to leave the host.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -76,7 +77,10 @@ WAITING = "toolbridge.waiting"
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
+@functools.cache
 def _tracer() -> trace.Tracer:
+    # Asked for once: before an SDK is configured this is a proxy that finds it later, and
+    # asking the SDK again on every span costs as much as making the span.
     return trace.get_tracer(TRACER_NAME)
 
 
@@ -202,6 +206,8 @@ class ToolTrace:
     def finish(self, rec: StepRecord | None, error: ToolError | None, result_json: str | None) -> None:
         """Add the attempts and hooks the journal recorded, and the outcome."""
         span = self.span
+        if not span.is_recording():
+            return  # no SDK, or not sampled: nothing would keep what is added
         if rec is not None:
             span.set_attribute(IDEMPOTENCY_KEY, rec.idempotency_key)
             for entry in rec.attempt_log:
