@@ -338,3 +338,18 @@ async def test_a_client_without_opentelemetry_sends_the_commands_traceparent(
     assert echo.parent is not None
     assert echo.parent.is_remote, "the parent came over the wire, from TRACEPARENT"
     assert _parent_id(echo) == _hex(command.context.span_id)
+
+
+async def test_a_command_that_exits_non_zero_is_an_error_span(
+    bridge: Bridge, tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    async with bridge.run("exits") as step:
+        result = await step.sandbox.commands.run(
+            "agent", ["python", "-c", "raise SystemExit(3)"], cwd=tmp_path
+        )
+    assert result.exit_code == 3
+    command = _one(list(spans.get_finished_spans()), "toolbridge.command agent")
+    attributes = dict(command.attributes or {})
+    assert attributes["process.exit.code"] == 3
+    assert attributes["error.type"] == "exit_code"
+    assert command.status.status_code is StatusCode.ERROR

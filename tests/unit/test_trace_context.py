@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from opentelemetry.trace import SpanContext, TraceFlags
+from opentelemetry.trace import SpanContext, StatusCode, TraceFlags
 
 from toolbridge._durable import otlp, tracing
 from toolbridge._errors import ToolbridgeError
@@ -83,3 +83,14 @@ def test_without_the_extra_the_export_says_what_to_install(monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
     with pytest.raises(ToolbridgeError, match=r"needs the OpenTelemetry SDK: pip install"):
         otlp.run_spans(_run(), [_step()])
+
+
+def test_a_command_that_exited_non_zero_is_an_error_in_the_export_as_live() -> None:
+    command = StepRecord("r", "agent", None, 1, "command", "agent", "tbk_c", started_at=1.1)
+    command.complete('{"exit_code": -9, "stdout": "", "stderr": "", "stopped": "timeout"}')
+    (_, span) = otlp.run_spans(_run(), [command])
+    attributes = dict(span.attributes or {})
+    assert attributes["process.exit.code"] == -9
+    assert attributes["error.type"] == "timeout"
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == "exit code -9"

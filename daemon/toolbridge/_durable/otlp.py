@@ -87,6 +87,10 @@ def _step_attributes(step: StepRecord, content: bool) -> dict[str, Any]:
         recorded = json.loads(step.output_json)
         if isinstance(recorded, dict) and isinstance(recorded.get("exit_code"), int):
             attributes["process.exit.code"] = recorded["exit_code"]
+            if recorded.get("stopped"):
+                attributes["toolbridge.command.stopped"] = str(recorded["stopped"])
+            if recorded["exit_code"] != 0:  # as the live span says it
+                attributes[tracing.ERROR_TYPE] = str(recorded.get("stopped") or "exit_code")
     if step.error is not None:
         attributes[tracing.ERROR_TYPE] = str(step.error.get("type") or "error")
     return attributes
@@ -147,15 +151,17 @@ def run_spans(run: RunSummary, steps: Sequence[StepRecord], *, content: bool = F
             run_context if parent is None else context(span_id_for(run.run_id, parent.key, parent.attempts))
         )
         name = f"execute_tool {step.name}" if step.kind == "tool" else f"toolbridge.{step.kind} {step.name}"
-        failed = step.status == "failed"
-        message = str((step.error or {}).get("message") or "the step failed")
+        attributes = _step_attributes(step, content)
+        exit_code = attributes.get("process.exit.code", 0)
+        failed = step.status == "failed" or exit_code != 0
+        message = str((step.error or {}).get("message") or f"exit code {exit_code}")
         spans.append(
             ReadableSpan(
                 name=name,
                 context=context(span_id_for(run.run_id, step.key, step.attempts)),
                 parent=parent_context,
                 resource=resource,
-                attributes=_step_attributes(step, content),
+                attributes=attributes,
                 events=_events(step),
                 kind=SpanKind.INTERNAL,
                 status=Status(StatusCode.ERROR, message) if failed else Status(),
