@@ -76,6 +76,7 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/validation.py
 	$(PY) bench/first_command.py
 	$(PY) bench/approval_latency.py
+	$(PY) bench/tracing_overhead.py
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
 # toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.

@@ -61,7 +61,9 @@ def test_a_call_is_these_bytes_on_the_wire(vector: dict[str, Any]) -> None:
     positional, named = encode_arguments(tuple(vector["args"]), vector["kwargs"])
     assert positional == vector["positional_arguments_json"].encode()
     assert named == vector["named_arguments_json"].encode()
-    request = stream_request(vector["call_id"], vector["tool"], positional, named)
+    request = stream_request(
+        vector["call_id"], vector["tool"], positional, named, vector.get("traceparent", "")
+    )
     assert request.SerializeToString().hex() == vector["request_hex"]
 
 

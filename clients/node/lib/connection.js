@@ -15,6 +15,7 @@
 const grpc = require("@grpc/grpc-js");
 const { ToolError } = require("./errors");
 const { packageDefinition } = require("./proto");
+const { currentTraceparent } = require("./trace");
 const { statusError, streamRequest } = require("./wire");
 
 const TOKEN_METADATA_KEY = "x-toolbridge-token";
@@ -70,7 +71,7 @@ class Connection {
     const callId = this._nextId++;
     return new Promise((resolve, reject) => {
       stream.pending.set(callId, { resolve, reject });
-      stream.duplex.write(streamRequest(callId, toolName, positional, named));
+      stream.duplex.write(streamRequest(callId, toolName, positional, named, currentTraceparent()));
     });
   }
 

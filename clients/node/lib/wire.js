@@ -80,11 +80,13 @@ function encodeArguments(args) {
 /**
  * A CallToolStreamRequest as a plain object for the proto codec. Empty fields are left out,
  * so the bytes on the wire are the ones the Python client sends.
+ * @param {string} [traceparent] the caller's W3C trace context, or "" for none.
  */
-function streamRequest(callId, toolName, positional, named) {
+function streamRequest(callId, toolName, positional, named, traceparent = "") {
   const call = { tool_name: toolName };
   if (positional.length > 0) call.positional_arguments_json = positional;
   if (named.length > 0) call.named_arguments_json = named;
+  if (traceparent) call.traceparent = traceparent;
   return { call_id: callId, call };
 }
 

@@ -34,7 +34,7 @@ describe("a call is these bytes on the wire", () => {
       const [positional, named] = encodeArguments(vector.args);
       assert.equal(positional.toString("utf8"), vector.positional_arguments_json);
       assert.equal(named.toString("utf8"), vector.named_arguments_json);
-      const request = streamRequest(vector.call_id, vector.tool, positional, named);
+      const request = streamRequest(vector.call_id, vector.tool, positional, named, vector.traceparent ?? "");
       assert.equal(CallToolStream.requestSerialize(request).toString("hex"), vector.request_hex);
     });
   }

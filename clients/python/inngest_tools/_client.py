@@ -20,6 +20,7 @@ from grpc import aio
 from inngest_tools._errors import ToolError
 from inngest_tools._proto import toolbridge_pb2 as pb
 from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
+from inngest_tools._trace import current_traceparent
 
 ADDRESS_VARIABLE = "TOOLBRIDGE_ADDRESS"
 TOKEN_VARIABLE = "TOOLBRIDGE_TOKEN"
@@ -72,12 +73,17 @@ def encode_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[byt
     return (encode(list(args)) if args else b"", encode(kwargs) if kwargs else b"")
 
 
-def stream_request(call_id: int, name: str, positional: bytes, named: bytes) -> pb.CallToolStreamRequest:
+def stream_request(
+    call_id: int, name: str, positional: bytes, named: bytes, traceparent: str = ""
+) -> pb.CallToolStreamRequest:
     """The ``CallToolStreamRequest`` for one call, arguments already encoded."""
     return pb.CallToolStreamRequest(
         call_id=call_id,
         call=pb.CallToolRequest(
-            tool_name=name, positional_arguments_json=positional, named_arguments_json=named
+            tool_name=name,
+            positional_arguments_json=positional,
+            named_arguments_json=named,
+            traceparent=traceparent,
         ),
     )
 
@@ -163,7 +169,7 @@ class _Connection:
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
         try:
-            request = stream_request(call_id, name, positional, named)
+            request = stream_request(call_id, name, positional, named, current_traceparent())
         except UnicodeEncodeError:
             raise ToolError(
                 f"the tool name {name!r} is not valid Unicode (it holds a lone surrogate)",

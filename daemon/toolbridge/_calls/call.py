@@ -17,6 +17,7 @@ from toolbridge._calls.hooks import finish_hook, start_hook
 from toolbridge._calls.limits import in_flight_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
+from toolbridge._durable import tracing
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
@@ -87,17 +88,19 @@ async def call_tool(
     named_json: bytes,
     *,
     on_waiting: approvals.OnWaiting | None = None,
+    traceparent: str = "",
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
-    ``on_waiting`` is told when the call starts to wait for a person's decision.
+    ``on_waiting`` is told when the call starts to wait for a person's decision;
+    ``traceparent`` is the caller's W3C trace context, the parent of the call's span.
 
     Raises:
         ProtocolError: for calls the protocol refuses before any tool is involved
             (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
     with in_flight_slot(scope):
-        return await _call_tool(scope, tool_name, positional_json, named_json, on_waiting)
+        return await _call_tool(scope, tool_name, positional_json, named_json, on_waiting, traceparent)
 
 
 async def _call_tool(
@@ -106,6 +109,7 @@ async def _call_tool(
     positional_json: bytes,
     named_json: bytes,
     on_waiting: approvals.OnWaiting | None,
+    traceparent: str,
 ) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
@@ -137,12 +141,23 @@ async def _call_tool(
     run = scope.run
     recorded = run.claim(key)
     if recorded is not None and recorded.done:
+        tracing.replayed(recorded, scope.trace_context)
         return _outcome(recorded, replayed=True)
 
     async def work() -> CallOutcome:
-        return await _run_tool_step(
-            scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
-        )
+        with tracing.tool_trace(
+            run_id=run.run_id,
+            tool_name=tool_name,
+            key=key,
+            traceparent=traceparent,
+            scope_context=scope.trace_context,
+            from_host=not scope.command_key,
+        ) as span:
+            outcome = await _run_tool_step(
+                scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
+            )
+            span.finish(run.steps.get(key), outcome.error, outcome.result_json)
+        return outcome
 
     return await run.single_flight(key, work, shield=True)
 

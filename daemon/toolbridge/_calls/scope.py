@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from opentelemetry.context import Context
+
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._durable.runstate import KeyCounter, RunState
 from toolbridge._durable.steps import StepsFactory
@@ -36,3 +38,4 @@ class CommandScope:
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.
     count_call: Callable[[CommandScope], Awaitable[bool]] | None = None
+    trace_context: Context | None = None  # the command's span: the parent of calls that carry none

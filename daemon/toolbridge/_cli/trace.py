@@ -22,6 +22,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
+from toolbridge._durable.otlp import export_run
+from toolbridge._durable.tracing import content_enabled
+from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.base import open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
@@ -50,6 +53,14 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     trace.add_argument("run_id", metavar="RUN_ID")
     trace.add_argument(
         "--follow", action="store_true", help="redraw the trace while the run goes on, until it ends"
+    )
+    trace.add_argument(
+        "--export",
+        metavar="otlp[=URL]",
+        type=_export_target,
+        help="send the finished run as OpenTelemetry spans over OTLP/HTTP instead of showing it "
+        "(URL: the collector's traces endpoint; default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+        "http://localhost:4318/v1/traces; needs toolbridge[otlp])",
     )
     _common(trace)
     trace.set_defaults(handler=_trace)
@@ -105,6 +116,14 @@ def _runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_target(value: str) -> str:
+    """``otlp`` or ``otlp=URL`` -> the URL (``""`` for the exporter's default)."""
+    kind, _, url = value.partition("=")
+    if kind != "otlp" or ("=" in value and not url.startswith(("http://", "https://"))):
+        raise argparse.ArgumentTypeError(f"{value!r}: use otlp or otlp=http://HOST:PORT/v1/traces")
+    return url
+
+
 def _trace(args: argparse.Namespace) -> int:
     if args.follow:
         if args.json:
@@ -113,6 +132,8 @@ def _trace(args: argparse.Namespace) -> int:
             raise CLIError(f"no journal at {args.journal} (pass --journal PATH)")
         return asyncio.run(_follow(args.journal, args.run_id))
     (run,), steps, requests = _read(args.journal, args.run_id, 1)
+    if args.export is not None:
+        return _export(run, steps, args.export)
     roots = build_tree(steps, requests)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
@@ -192,6 +213,15 @@ def _tree(run: RunSummary, roots: list[TraceNode]) -> Tree:
     if run.error:
         tree.add(Text(f"error: {_cut(run.error)}", style="red"))
     return tree
+
+
+def _export(run: RunSummary, steps: list[StepRecord], url: str) -> int:
+    try:
+        report = export_run(run, steps, endpoint=url or None, content=content_enabled())
+    except ToolbridgeError as exc:
+        raise CLIError(str(exc)) from None
+    print(f"exported run {run.run_id}: {report.spans} spans, trace id {report.trace_id}")
+    return 0
 
 
 def _summary(step: StepRecord) -> tuple[str, str]:

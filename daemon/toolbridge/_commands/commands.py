@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services, command_environment
+from toolbridge._durable import tracing
 from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._errors import RunWaiting, SandboxError
@@ -194,6 +195,7 @@ async def execute_command(
     rec.attempts += 1
     run.journal.write(rec)
     run.executed_parents.add(key)
+    span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
     scope = CommandScope(
         run=run,
         command_key=key,
@@ -201,11 +203,12 @@ async def execute_command(
         options=options,
         steps_factory=services.steps_factory,
         approvals=services.approvals,
+        trace_context=span.context,
     )
     token, token_id = services.tokens.mint(scope)
     spec = LaunchSpec(
         argv=argv,
-        env=command_environment(services, token, env),
+        env={**command_environment(services, token, env), **span.environment(env)},
         cwd=cwd,
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
@@ -215,12 +218,15 @@ async def execute_command(
     )
     try:
         outcome = await services.launcher.run(spec, scope.stop)
+        span.finish(outcome.exit_code, outcome.stopped)
     except SandboxError as exc:
+        span.fail(exc)
         rec.fail({"type": "SandboxError", "message": str(exc)})
         await run.journal.write(rec)
         raise
     finally:
         services.tokens.revoke(token_id)
+        span.end()
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
         raise RunWaiting(run.run_id, pending)

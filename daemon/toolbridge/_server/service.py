@@ -239,6 +239,7 @@ class _Servicer:
             call.positional_arguments_json,
             call.named_arguments_json,
             on_waiting=on_waiting,
+            traceparent=call.traceparent,
         )
         return _response(outcome)
 

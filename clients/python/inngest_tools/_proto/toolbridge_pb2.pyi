@@ -22,14 +22,16 @@ DEFINITION_FORMAT_OPENAI_STRICT: DefinitionFormat
 DEFINITION_FORMAT_MCP: DefinitionFormat
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("tool_name", "positional_arguments_json", "named_arguments_json")
+    __slots__ = ("tool_name", "positional_arguments_json", "named_arguments_json", "traceparent")
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     POSITIONAL_ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     NAMED_ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     tool_name: str
     positional_arguments_json: bytes
     named_arguments_json: bytes
-    def __init__(self, tool_name: _Optional[str] = ..., positional_arguments_json: _Optional[bytes] = ..., named_arguments_json: _Optional[bytes] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, tool_name: _Optional[str] = ..., positional_arguments_json: _Optional[bytes] = ..., named_arguments_json: _Optional[bytes] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("result_json", "error", "step_key", "replayed")
