@@ -17,7 +17,6 @@ from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
-from toolbridge._durable import tracing
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import nested_steps
@@ -396,12 +395,5 @@ class Bridge:
         """
         services = self._require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        span = tracing.run_trace(run_id)
-        try:
-            async with self._runs.session(run_id) as state:
-                yield Step(services, state)
-        except Exception as exc:
-            span.fail(exc)
-            raise
-        finally:
-            span.end()
+        async with self._runs.session(run_id) as state:
+            yield Step(services, state)

@@ -64,12 +64,14 @@ test("calls share one stream and their answers may come back in any order", asyn
 
 test("a call told it waits for a person stays pending, its stream open, until answered", async () => {
   connectTo(daemon.address);
-  const ended = daemon.streamsEnded;
   let settled = false;
   const waiting = client.tools.approval().finally(() => {
     settled = true;
   });
   await daemon.next("held");
+  // Counted once the call is held: the previous test's connection, closed by connectTo, has
+  // ended its stream by then (the daemon saw it before this call's round trip).
+  const ended = daemon.streamsEnded;
   // Longer than the idle close: a waiting call is in flight, so its stream stays open.
   await new Promise((resolve) => setTimeout(resolve, 5 * require("../lib/connection").IDLE_CLOSE_MS));
   assert.equal(settled, false);

@@ -21,6 +21,7 @@ import math
 from collections.abc import AsyncIterator
 from typing import Any
 
+from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
 from toolbridge._errors import JournalError, RunWaiting
 from toolbridge._journal.base import Journal
@@ -139,15 +140,22 @@ class Runs:
         waits on a person); any other exception records the run as failed; a block that
         ends marks the steps nobody asked for again as stale and records it as completed.
         """
-        state = await self.enter(run_id)
+        span = tracing.run_trace(run_id)
         try:
-            yield state
-        except RunWaiting:
-            await self.leave(state, None, suspend=True)
-            raise
+            state = await self.enter(run_id)
+            try:
+                yield state
+            except RunWaiting:
+                await self.leave(state, None, suspend=True)
+                raise
+            except Exception as exc:
+                await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            else:
+                state.mark_stale(None)
+                await self.leave(state, "completed")
         except Exception as exc:
-            await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
+            span.fail(exc)
             raise
-        else:
-            state.mark_stale(None)
-            await self.leave(state, "completed")
+        finally:
+            span.end()
