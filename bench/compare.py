@@ -66,13 +66,11 @@ def main() -> None:
     for name, rounds in results.items():
 
         def ratio(subject: str, key: str, rounds: list[dict[str, Any]] = rounds) -> float:
-            return statistics.median(r[subject][key] / r["raw-unary"][key] for r in rounds)
+            return float(statistics.median(r[subject][key] / r["raw-unary"][key] for r in rounds))
 
         raw = statistics.median(r["raw-unary"]["p50_ms"] for r in rounds)
-        print(
-            f"| {name} | {ratio('sync-tool', 'p50_ms'):.2f} | {ratio('async-tool', 'p50_ms'):.2f} "
-            f"| {ratio('sync-tool', 'calls_per_s'):.2f} | {ratio('async-tool', 'calls_per_s'):.2f} | {raw:.3f} |"
-        )
+        cells = [ratio(s, k) for k in ("p50_ms", "calls_per_s") for s in ("sync-tool", "async-tool")]
+        print(f"| {name} | " + " | ".join(f"{cell:.2f}" for cell in cells) + f" | {raw:.3f} |")
 
 
 if __name__ == "__main__":

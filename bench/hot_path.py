@@ -58,7 +58,8 @@ async def _round(args: argparse.Namespace, work: Path, order: list[str]) -> dict
             if subject == "raw-unary":
                 raw = await _start_raw_echo(work / "raw.sock")
                 try:
-                    argv = ["python3", str(CLIENTS / "raw_echo_client.py"), f"unix:{work / 'raw.sock'}", "unary"]
+                    address = f"unix:{work / 'raw.sock'}"
+                    argv = ["python3", str(CLIENTS / "raw_echo_client.py"), address, "unary"]
                     result = await step.sandbox.commands.run(subject, [*argv, *sizes], timeout=600)
                 finally:
                     await raw.stop(None)
@@ -80,23 +81,29 @@ def summarize(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, 
     """Per subject: median p50, calls/s, and the medians of the rounds' ratios to raw-unary."""
     table = {}
     for name in SUBJECTS:
+
+        def ratio(key: str, name: str = name) -> float:
+            return statistics.median(r[name][key] / r["raw-unary"][key] for r in rounds)
+
         table[name] = {
             "p50_ms": statistics.median(r[name]["p50_ms"] for r in rounds),
             "calls_per_s": statistics.median(r[name]["calls_per_s"] for r in rounds),
-            "p50_x": statistics.median(r[name]["p50_ms"] / r["raw-unary"]["p50_ms"] for r in rounds),
-            "calls_x": statistics.median(r[name]["calls_per_s"] / r["raw-unary"]["calls_per_s"] for r in rounds),
+            "p50_x": ratio("p50_ms"),
+            "calls_x": ratio("calls_per_s"),
         }
     return table
 
 
 def render(table: dict[str, dict[str, float]], *, rounds: int, callers: int) -> str:
     lines = [
-        f"| subject | p50 ms | calls/s ({callers} callers) | p50 x unary (target <= 1.0) | calls/s x unary (target >= 1.0) |",
+        f"| subject | p50 ms | calls/s ({callers} callers) | p50 x unary (target <= 1.0) "
+        "| calls/s x unary (target >= 1.0) |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for name, row in table.items():
         lines.append(
-            f"| {name} | {row['p50_ms']:.3f} | {row['calls_per_s']:.0f} | {row['p50_x']:.2f} | {row['calls_x']:.2f} |"
+            f"| {name} | {row['p50_ms']:.3f} | {row['calls_per_s']:.0f} "
+            f"| {row['p50_x']:.2f} | {row['calls_x']:.2f} |"
         )
     lines.append(f"\nmedians of {rounds} interleaved rounds; x = ratio to raw-unary in the same round")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ durable once its future resolves, so dying with the thread loses nothing acknowl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import sqlite3
@@ -91,10 +92,8 @@ class Writer:
 
 
 def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, error: Any) -> None:
-    try:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
         loop.call_soon_threadsafe(_settle, future, value, error)
-    except RuntimeError:  # the loop is closed: nobody waits any more
-        pass
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
