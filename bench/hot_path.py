@@ -9,7 +9,7 @@ median over the rounds of the round's p50 (sequential calls, one caller) and cal
 callers), and the ratios are medians of each round's ratio to ``raw-unary``.
 
 Usage: python bench/hot_path.py [--rounds 7] [--sequential 1000] [--per-caller 60] [--callers 32]
-       [--uvloop] [--json]
+       [--uvloop] [--json]       (BENCH_UVLOOP=1 in the environment also picks uvloop)
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -131,7 +132,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     args = parser().parse_args()
-    if args.uvloop:
+    if args.uvloop or os.environ.get("BENCH_UVLOOP") == "1":
         import uvloop
 
         rounds = uvloop.run(measure(args))
