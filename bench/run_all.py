@@ -28,6 +28,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("Sandbox start-up", ["sandbox_startup.py"], []),
     ("Durability: replay and crash recovery", ["durability.py"], []),
     ("Validation", ["validation.py"], []),
+    ("A fresh install and its first command", ["first_command.py"], ["--rounds", "1"]),
 ]
 
 
