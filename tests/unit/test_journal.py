@@ -90,7 +90,8 @@ async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journa
         await journal.enter_run("r", lease=30)
         statements: list[str] = []
         # Every statement the writer's connection runs, as SQLite sees it.
-        assert journal._writer is not None and journal._writer.connection is not None
+        assert journal._writer is not None
+        assert journal._writer.connection is not None
         journal._writer.connection.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
         records = [step("r", f"k{i}", i) for i in range(1200)]  # more rows than one statement holds
         futures = [journal.write(rec) for rec in records]
