@@ -41,7 +41,8 @@ def main() -> None:
     sections = [
         "# Benchmark results\n",
         f"Written by `make bench` ({stamp}; Python {platform.python_version()}, {os.cpu_count()} cores, "
-        f"{platform.machine()}). Every ratio is to a baseline measured in the same run.\n",
+        f"{platform.machine()}{'; --quick: fewer rounds' if args.quick else ''}). "
+        "Every ratio is to a baseline measured in the same run.\n",
     ]
     for heading, script, quick in BENCHMARKS:
         argv = [sys.executable, str(HERE / script[0]), *script[1:], *(quick if args.quick else [])]
