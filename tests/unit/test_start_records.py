@@ -27,9 +27,7 @@ def step(key: str) -> StepRecord:
     return StepRecord(run_id="r", key=key, parent_key=None, seq=1, kind="tool", name="t", idempotency_key="k")
 
 
-async def test_calls_still_running_after_the_delay_are_journaled_as_running_finished_ones_not() -> (
-    None
-):
+async def test_calls_still_running_after_the_delay_are_journaled_as_running_finished_ones_not() -> None:
     journal = RecordingJournal()
     records = StartRecords(journal)  # type: ignore[arg-type]
     slow, fast, later = step("slow"), step("fast"), step("later")
