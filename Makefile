@@ -69,14 +69,9 @@ typecheck: $(VENV)/.installed
 pytest: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) -m pytest
 
+# Every benchmark, one after another; their tables go to bench/results.md (shown in the README).
 bench: $(VENV)/.installed $(NODE_DEPS)
-	$(PY) bench/call_latency.py
-	$(PY) bench/durability.py
-	$(PY) bench/sandbox_startup.py
-	$(PY) bench/validation.py
-	$(PY) bench/first_command.py
-	$(PY) bench/approval_latency.py
-	$(PY) bench/tracing_overhead.py
+	$(PY) bench/run_all.py
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
 # toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.

@@ -3,7 +3,9 @@
 Each round starts ``python -c pass`` (the sandbox runtime's interpreter) through each launcher
 directly, alternating them so both see the same machine load, and a bare
 ``subprocess`` start of the same interpreter as the floor. A last column runs a command that
-calls one tool, through a whole ``Bridge``, under each launcher.
+calls one tool, through a whole ``Bridge``, under each launcher, beside the import of the
+client alone by the same interpreter under the same launcher (``python -c "import
+inngest_tools"``, ``node -e "require('inngest_tools')"``): the target is 1.3x.
 
 Usage: python bench/sandbox_startup.py [--starts 30] [--rounds 3]
 
@@ -26,6 +28,11 @@ from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessLauncher, 
 from toolbridge._sandbox.runtime.python import build_runtime
 
 CALL_ONE_TOOL = "import asyncio\nfrom inngest_tools import tools\nasyncio.run(tools.ping())\n"
+CALL_ONE_TOOL_JS = "const { tools } = require('inngest_tools');\ntools.ping().then(() => process.exit(0));\n"
+IMPORT_ONLY = {
+    "python": ["python3", "-c", "import inngest_tools"],
+    "node": ["node", "-e", "require('inngest_tools')"],
+}
 
 
 async def _start(launcher: Launcher | None, spec: LaunchSpec) -> float:
@@ -73,21 +80,30 @@ async def launchers(work: Path, starts: int) -> dict[str, float]:
 
 
 async def bridge_commands(work: Path, starts: int) -> dict[str, float]:
-    script = work / "ping.py"
-    script.write_text(CALL_ONE_TOOL)
+    """Per launcher and language: a command calling one tool, and one only importing the client."""
+    (work / "ping.py").write_text(CALL_ONE_TOOL)
+    (work / "ping.js").write_text(CALL_ONE_TOOL_JS)
+    commands = {
+        "python call": "python3 ping.py",
+        "python import": IMPORT_ONLY["python"],
+        "node call": "node ping.js",
+        "node import": IMPORT_ONLY["node"],
+    }
     figures = {}
     for sandbox in ("process", "bwrap"):
         async with Bridge(journal=None, sandbox=sandbox) as bridge, bridge.run() as step:
-            timings = []
+            timings: dict[str, list[float]] = {name: [] for name in commands}
             for index in range(starts):
-                started = time.perf_counter()
-                result = await step.sandbox.commands.run(
-                    f"ping{index}", "python3 ping.py", cwd=work, tools={"ping": lambda: "pong"}
-                )
-                timings.append(time.perf_counter() - started)
-                if result.exit_code != 0:
-                    raise SystemExit(f"ping failed under {sandbox}: {result.stderr}")
-        figures[sandbox] = statistics.median(timings) * 1000
+                for name, command in commands.items():  # interleaved
+                    started = time.perf_counter()
+                    result = await step.sandbox.commands.run(
+                        f"{name.replace(' ', '-')}{index}", command, cwd=work, tools={"ping": lambda: "pong"}
+                    )
+                    timings[name].append(time.perf_counter() - started)
+                    if result.exit_code != 0:
+                        raise SystemExit(f"{name} failed under {sandbox}: {result.stderr}")
+        for name, values in timings.items():
+            figures[f"{sandbox} {name}"] = statistics.median(values) * 1000
     return figures
 
 
@@ -106,10 +122,14 @@ async def main(starts: int, rounds: int) -> None:
     print(f"  {'bare subprocess':<28}{bare:8.1f}")
     print(f"  {'process launcher':<28}{process:8.1f}")
     print(f"  {'bubblewrap launcher':<28}{bwrap:8.1f}   (+{bwrap - process:.1f} over the process launcher)")
-    process_call, bwrap_call = (median(calls_by_round, key) for key in ("process", "bwrap"))
-    print("a command calling one tool, through a Bridge (ms)")
-    print(f"  {'process launcher':<28}{process_call:8.1f}")
-    print(f"  {'bubblewrap launcher':<28}{bwrap_call:8.1f}   (+{bwrap_call - process_call:.1f})")
+    print("a command calling one tool through a Bridge, beside one importing the client (ms)")
+    print("| launcher | language | one tool call | import only | ratio (target <= 1.3) |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for sandbox in ("process", "bwrap"):
+        for language in ("python", "node"):
+            call = median(calls_by_round, f"{sandbox} {language} call")
+            imported = median(calls_by_round, f"{sandbox} {language} import")
+            print(f"| {sandbox} | {language} | {call:.1f} | {imported:.1f} | {call / imported:.2f} |")
 
 
 if __name__ == "__main__":

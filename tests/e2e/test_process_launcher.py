@@ -76,6 +76,28 @@ async def test_the_runtime_has_none_of_the_hosts_packages(
     assert result.stdout == "[]\n", result.stderr
 
 
+async def test_the_client_is_imported_from_bytecode_compiled_when_the_runtime_was_built(
+    bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path]
+) -> None:
+    # The sandbox writes no bytecode, so without the runtime's own every command would compile
+    # the client again. The compiled code names the runtime's final path, not the build's.
+    script(
+        "probe.py",
+        "import json, marshal, sys\n"
+        "import inngest_tools\n"
+        "cached = inngest_tools.__spec__.cached\n"
+        "with open(cached, 'rb') as f:\n"
+        "    code_file = marshal.loads(f.read()[16:]).co_filename\n"
+        "print(json.dumps({'file': inngest_tools.__file__, 'code_file': code_file,\n"
+        "    'flag': sys.flags.dont_write_bytecode}))\n",
+    )
+    async with bridge.run() as step:
+        result = await step.sandbox.commands.run("probe", ["python3", "probe.py"], tools={}, cwd=tmp_path)
+    seen = json.loads(result.stdout)  # fails (no such file) when nothing was compiled
+    assert seen["flag"] == 1, result.stderr  # PYTHONDONTWRITEBYTECODE stays set in the sandbox
+    assert seen["code_file"] == seen["file"]  # compiled under the final path, not the build's
+
+
 async def test_a_timeout_kills_the_whole_process_tree(
     bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path]
 ) -> None:

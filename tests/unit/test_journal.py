@@ -89,18 +89,10 @@ async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journa
     try:
         await journal.enter_run("r", lease=30)
         statements: list[str] = []
-        execute, fetchall = journal.db.execute, journal.db.execute_fetchall
-
-        def counting_execute(sql: str, *args: object) -> object:
-            statements.append(sql.split()[0])
-            return execute(sql, *args)
-
-        def counting_fetchall(sql: str, *args: object) -> object:
-            statements.append(sql.split()[0])
-            return fetchall(sql, *args)
-
-        journal.db.execute = counting_execute  # type: ignore[assignment, method-assign]
-        journal.db.execute_fetchall = counting_fetchall  # type: ignore[assignment, method-assign]
+        # Every statement the writer's connection runs, as SQLite sees it.
+        assert journal._writer is not None
+        assert journal._writer.connection is not None
+        journal._writer.connection.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
         records = [step("r", f"k{i}", i) for i in range(1200)]  # more rows than one statement holds
         futures = [journal.write(rec) for rec in records]
         records[7].complete('"done"')

@@ -8,7 +8,6 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,6 @@ from toolbridge._durable import tracing
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
-from toolbridge._journal.base import Journal
 from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
@@ -31,16 +29,6 @@ from toolbridge._tools.tool import Tool
 
 STOP_GRACE = 0.25
 """Seconds a command over its call budget has to see its last error before it is killed."""
-
-
-START_RECORD_DELAY = 0.05
-"""Seconds before a call that is still running is journaled as running."""
-
-
-def _record_running(rec: StepRecord, journal: Journal) -> None:
-    if rec.status == "running":
-        with contextlib.suppress(JournalError):  # the bridge closed meanwhile
-            journal.write(rec)
 
 
 @dataclass(frozen=True)
@@ -144,6 +132,8 @@ async def _call_tool(
         tracing.replayed(recorded, scope.trace_context)
         return _outcome(recorded, replayed=True)
 
+    step = _run_lean_step if recorded is None and _is_lean(tool) else _run_tool_step
+
     async def work() -> CallOutcome:
         with tracing.tool_trace(
             run_id=run.run_id,
@@ -153,13 +143,91 @@ async def _call_tool(
             scope_context=scope.trace_context,
             from_host=not scope.command_key,
         ) as span:
-            outcome = await _run_tool_step(
-                scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
-            )
+            if step is _run_lean_step:
+                outcome = await step(scope, tool, tool_name, key, input_json, positional, named, named_json)
+            else:
+                outcome = await _run_tool_step(
+                    scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
+                )
             span.finish(run.steps.get(key), outcome.error, outcome.result_json)
         return outcome
 
     return await run.single_flight(key, work, shield=True)
+
+
+def _is_lean(tool: Tool) -> bool:
+    """Whether a call of ``tool`` may take the lean path: nothing around the tool to run."""
+    return (
+        tool.on_start is None
+        and tool.on_finish is None
+        and not tool.at_most_once
+        and tool.kind != "group"
+        and not tool.requires_confirmation
+        and tool.human is None
+    )
+
+
+async def _run_lean_step(
+    scope: CommandScope,
+    tool: Tool,
+    tool_name: str,
+    key: str,
+    input_json: str,
+    positional: list[Any],
+    named: dict[str, Any],
+    named_json: bytes,
+) -> CallOutcome:
+    """:func:`_run_tool_step` for the common tool (see :func:`_is_lean`), a first call of its key.
+
+    The same guarantees (single flight and shielding by the caller, attempts, ``tool_timeout``,
+    the outcome committed before the reply, the failpoints), without what only hooks, groups
+    and at-most-once tools need: no hook calls, and no context built for a handler that takes
+    none (a plain callable).
+    """
+    run = scope.run
+    if key in run.steps:  # recorded while we waited to start: the general path decides
+        return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
+    _failpoints.hit("before_step_started")
+    rec = run.new_step(
+        key, parent_key=scope.command_key or None, kind="tool", name=tool_name, input_json=input_json
+    )
+    run.start_records.watch(rec)
+    _failpoints.hit("after_step_started")
+    try:
+        bound = tool.bind(positional, named, named_json)
+    except SchemaValidationError as exc:
+        return await _finish(rec, scope, error=ToolError(f"invalid arguments: {exc}", type="ValidationError"))
+    takes_context = tool.kind != "function" and tool.handler_takes_context
+
+    async def attempt(number: int) -> Any:
+        context = _context(scope, rec, number, tool_name) if takes_context else None
+        return await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+
+    try:
+        value = await run_attempts(
+            rec,
+            attempt,
+            attempts=tool.attempts or scope.options.attempts,
+            options=scope.options,
+            journal=run.journal,
+            timeout=scope.options.tool_timeout,
+            what=f"tool {tool_name!r}",
+        )
+    except ToolError as exc:
+        return await _finish(rec, scope, error=exc)
+    _failpoints.hit("after_tool_returned")
+    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+
+
+def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) -> ToolContext:
+    return ToolContext(
+        run_id=scope.run.run_id,
+        step_key=rec.key,
+        idempotency_key=rec.idempotency_key,
+        attempt=number,
+        tool_name=tool_name,
+        step=scope.steps_factory(scope.run, rec.key, scope.options),
+    )
 
 
 async def _run_tool_step(
@@ -191,7 +259,7 @@ async def _run_tool_step(
             # a start record: a crash re-runs the call on replay, with the same idempotency
             # key, either way. A call still running after a moment is recorded as running, so
             # that the trace shows it.
-            asyncio.get_running_loop().call_later(START_RECORD_DELAY, _record_running, rec, journal)
+            run.start_records.watch(rec)
     elif tool.at_most_once and not approvals.was_waiting(rec):
         # A crash interrupted this call after it may have started: never run it again.
         return await _finish(

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import signal
 import sys
+from collections.abc import Coroutine
 from typing import Any
 
 from toolbridge import Bridge
@@ -114,8 +115,18 @@ def _serve(args: argparse.Namespace) -> int:
             raise CLIError(str(exc)) from None
     if args.listen is not None:
         _warn_if_public(args.listen)
-    asyncio.run(serve_until_stopped(bridge))
+    _run(serve_until_stopped(bridge))
     return 0
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run the daemon on uvloop when it is installed (``toolbridge[fast]``), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def _journal_path(bridge: Bridge) -> str:

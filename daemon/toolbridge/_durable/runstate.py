@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from toolbridge._durable.startrecords import StartRecords
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
@@ -31,6 +32,7 @@ class RunState:
     ) -> None:
         self.run_id = run_id
         self.journal = journal
+        self.start_records = StartRecords(journal)  # calls journaled as running once slow
         # Shielded work outlives its askers; the bridge cancels what is left when it closes.
         self._background = background if background is not None else set()
         self.steps: dict[str, StepRecord] = {rec.key: rec for rec in recorded}

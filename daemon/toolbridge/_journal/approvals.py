@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -236,18 +237,19 @@ _INSERT = (
 _GUARDS = {"live": " AND expires_at > ?", "overdue": " AND expires_at <= ?", "any": ""}
 
 
-async def _insert(db: aiosqlite.Connection, writes: list[Pending]) -> None:
-    await db.executemany(_INSERT, [pending.params for pending in writes])
+def _insert(db: sqlite3.Connection, writes: list[Pending]) -> None:
+    db.executemany(_INSERT, [pending.params for pending in writes])
 
 
-async def _decide(db: aiosqlite.Connection, writes: list[Pending]) -> None:
+def _decide(db: sqlite3.Connection, writes: list[Pending]) -> None:
     for pending in writes:
         sql, params = pending.params
-        pending.result = bool(await db.execute_fetchall(sql, params))
+        pending.result = bool(db.execute(sql, params).fetchall())
 
 
 APPROVAL_OPERATIONS = {"approval": _insert, "decide": _decide}
-"""The journal's batch operations for requests: kind -> executor, inside the batch's transaction."""
+"""The journal's batch operations for requests: kind -> executor, run on the journal's writer
+thread inside the batch's transaction."""
 
 Queue = Callable[[str, Any, Any], "asyncio.Future[Any]"]
 

@@ -3,8 +3,10 @@
 The journal is the source of truth for replay and the trace. Every write goes through the
 group commit (:mod:`.commit`): all writes queued while one batch commits go into the next,
 and each batch is one explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction (step snapshots as
-multi-row upserts). Nothing else writes on the connection, so nothing lands inside another
-batch's transaction by accident. Reads run on the same connection as single statements.
+multi-row upserts), run as one function on the writer's own stdlib ``sqlite3`` connection in
+its own thread (:mod:`.writer`): one wake-up of the event loop per batch. Nothing else writes
+on that connection, so nothing lands inside another batch's transaction by accident. Reads
+run as single statements on a second connection (aiosqlite), which also migrates the file.
 
 Runs are leased: a journal enters a run by taking its lease in the database (see
 :meth:`SQLiteJournal.enter_run`), and every step write checks, inside the batch's
@@ -31,7 +33,7 @@ import secrets
 import socket
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +45,7 @@ from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.migrations import migrate
+from toolbridge._journal.writer import Writer
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
 __all__ = ["Durability", "SQLiteJournal", "new_owner"]
@@ -94,6 +97,7 @@ class SQLiteJournal:
         self._durability = durability
         self._db: aiosqlite.Connection | None = None
         self._commits: GroupCommit | None = None
+        self._writer: Writer | None = None
         # run id -> the fence this journal took. Kept after leaving: a late write of a run
         # left but not taken over since is harmless, and still allowed.
         self._held: dict[str, int] = {}
@@ -113,9 +117,16 @@ class SQLiteJournal:
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
             await migrate(self._db, self.path)
+            # Writes go through a connection of their own, one function per batch; this one
+            # keeps the reads.
+            self._writer = Writer(self.path, synchronous=self._durability.upper())
+            await self._writer.start()
         except BaseException:
             await self._db.close()
             self._db = None
+            if self._writer is not None:
+                await self._writer.stop()
+                self._writer = None
             raise
         self._commits = GroupCommit(self._execute_batch)
 
@@ -129,11 +140,14 @@ class SQLiteJournal:
             # Runs still held are free at once, not only when their leases run out. The
             # last write, after the last batch: a single statement, its own transaction. If
             # it fails (a full disk), the leases simply expire.
-            if self._held:
-                await self._db.execute(stmt.RELEASE_ALL, (self.owner,))
+            if self._held and self._writer is not None:
+                await self._writer.run(lambda db: db.execute(stmt.RELEASE_ALL, (self.owner,)))
         except sqlite3.Error as exc:
             log.warning("could not release the runs this journal held: %s", exc)
         finally:
+            if self._writer is not None:
+                await self._writer.stop()
+                self._writer = None
             await self._db.close()
         self._db = None
 
@@ -238,37 +252,40 @@ class SQLiteJournal:
         allowed: bool = await self._queue("call", None, (token_id,))
         return allowed
 
-    # -- the batch: one transaction --------------------------------------------------------
+    # -- the batch: one transaction, one function in the writer's thread -------------------
 
-    async def _execute_batch(self, batch: Sequence[Pending]) -> None:
-        db = self.db
+    def _execute_batch(self, batch: Sequence[Pending]) -> asyncio.Future[None]:
+        if self._writer is None:
+            raise JournalError("the journal is not open")
+        return self._writer.run(lambda db: self._run_batch(db, batch))
+
+    def _run_batch(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
         by_kind: dict[str, list[Pending]] = {}
         for pending in batch:
             by_kind.setdefault(pending.kind, []).append(pending)
-        await db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN IMMEDIATE")
         try:
             for kind, writes in by_kind.items():
-                await _OPERATIONS[kind](self, db, writes)
-            await db.execute("COMMIT")
+                _OPERATIONS[kind](self, db, writes)
+            db.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(Exception):
-                await db.execute("ROLLBACK")
+                db.execute("ROLLBACK")
             raise
 
-    async def _enter(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    def _enter(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             run_id = pending.params[0]
-            taken = await db.execute_fetchall(stmt.ENTER_RUN, pending.params)
+            taken = db.execute(stmt.ENTER_RUN, pending.params).fetchall()
             if taken:
-                self._held[run_id] = pending.result = next(iter(taken))[0]
+                self._held[run_id] = pending.result = taken[0][0]
                 continue
-            holder = await db.execute_fetchall(
+            owner, expires = db.execute(
                 "SELECT owner, lease_expires_at FROM runs WHERE run_id = ?", (run_id,)
-            )
-            owner, expires = next(iter(holder))
+            ).fetchone()
             pending.error = RunBusyError(run_id, owner, expires / 1000)
 
-    async def _steps(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    def _steps(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         fenced: list[tuple[Pending, int]] = []
         for pending in writes:
             held = self._held.get(pending.params[0])
@@ -282,21 +299,21 @@ class SQLiteJournal:
             chunk = fenced[start : start + stmt.ROWS_PER_STATEMENT]
             sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
             params = tuple(value for pending, held in chunk for value in (*pending.params, held))
-            written.update((row[0], row[1]) for row in await db.execute_fetchall(sql, params))
+            written.update((row[0], row[1]) for row in db.execute(sql, params).fetchall())
         refused = [pending for pending, _ in fenced if (pending.params[0], pending.params[1]) not in written]
         if refused:  # taken over: say by whom
-            fences = await self._fences(db, {pending.params[0] for pending in refused})
+            fences = self._fences(db, {pending.params[0] for pending in refused})
             for pending in refused:
                 current = fences.get(pending.params[0])
                 pending.error = RunLeaseLostError(pending.params[0], None if current is None else current[0])
 
-    async def _fences(self, db: aiosqlite.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
+    def _fences(self, db: sqlite3.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
         """The current owner and fence of each run, read inside the batch's transaction."""
         ordered, found = sorted(run_ids), {}
         for start in range(0, len(ordered), stmt.ROWS_PER_STATEMENT):
             chunk = ordered[start : start + stmt.ROWS_PER_STATEMENT]
             marks = ", ".join("?" * len(chunk))
-            for run_id, owner, fence in await db.execute_fetchall(
+            for run_id, owner, fence in db.execute(
                 f"SELECT run_id, owner, fence FROM runs WHERE run_id IN ({marks})", chunk
             ):
                 found[run_id] = (owner, fence)
@@ -312,33 +329,33 @@ class SQLiteJournal:
             pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
         return pending.error is None
 
-    async def _renew(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    def _renew(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             run_id, expires = pending.params
             fence = self._held.get(run_id)
             params = (expires, run_id, self.owner, fence)
-            pending.result = fence is not None and bool(await db.execute_fetchall(stmt.RENEW_RUN, params))
+            pending.result = fence is not None and bool(db.execute(stmt.RENEW_RUN, params).fetchall())
 
-    async def _release(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    def _release(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
-            await db.execute(stmt.RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
+            db.execute(stmt.RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
 
-    async def _end(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
-        fences = await self._fences(db, {pending.params[4] for pending in writes})
+    def _end(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
+        fences = self._fences(db, {pending.params[4] for pending in writes})
         for pending in writes:
             run_id = pending.params[4]
             if self._fenced(pending, run_id, fences):
-                await db.execute_fetchall(stmt.END_RUN, (*pending.params, self._held[run_id]))
+                db.execute(stmt.END_RUN, (*pending.params, self._held[run_id])).fetchall()
 
-    async def _simple(self, sql: str, db: aiosqlite.Connection, writes: list[Pending]) -> None:
-        await db.executemany(sql, [pending.params for pending in writes])
+    def _simple(self, sql: str, db: sqlite3.Connection, writes: list[Pending]) -> None:
+        db.executemany(sql, [pending.params for pending in writes])
 
-    async def _returning(self, sql: str, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+    def _returning(self, sql: str, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
-            pending.result = bool(await db.execute_fetchall(sql, pending.params))
+            pending.result = bool(db.execute(sql, pending.params).fetchall())
 
 
-_Operation = Callable[[SQLiteJournal, aiosqlite.Connection, list[Pending]], Awaitable[None]]
+_Operation = Callable[[SQLiteJournal, sqlite3.Connection, list[Pending]], None]
 _OPERATIONS: dict[str, _Operation] = {
     "enter": SQLiteJournal._enter,
     "step": SQLiteJournal._steps,

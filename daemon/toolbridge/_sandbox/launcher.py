@@ -189,6 +189,18 @@ class _BoundedReader:
             self._read_end = -1
 
 
+def _identity(user: int | None, group: int | None) -> dict[str, Any]:
+    """The user switch for ``create_subprocess_exec``, and nothing when there is none.
+
+    uvloop's ``subprocess_exec`` refuses ``user``, ``group`` and ``extra_groups`` even when
+    they are None, so they are passed only when a switch is asked for.
+    """
+    if user is None and group is None:
+        return {}
+    # Switching user must also drop the daemon's supplementary groups.
+    return {"user": user, "group": group, "extra_groups": None if user is None else []}
+
+
 async def run_process(
     argv: Sequence[str],
     spec: LaunchSpec,
@@ -239,10 +251,7 @@ async def run_process(
             stderr=stderr.write_end,
             start_new_session=True,
             pass_fds=tuple(pass_fds),
-            user=user,
-            group=group,
-            # Switching user must also drop the daemon's supplementary groups.
-            extra_groups=None if user is None else [],
+            **_identity(user, group),
         )
     except FileNotFoundError as exc:
         stdout.close()

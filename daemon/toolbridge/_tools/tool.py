@@ -172,8 +172,12 @@ class Tool:
         omission = NullOmission(schema.json_schema)
         return omission if omission.needed else None
 
-    async def invoke(self, call: BoundCall, context: ToolContext) -> Any:
-        """Run the handler once. Sync handlers run in a worker thread."""
+    async def invoke(self, call: BoundCall, context: ToolContext | None) -> Any:
+        """Run the handler once. Sync handlers run in a worker thread.
+
+        ``context`` may be None for a handler that takes none (a plain callable, or a
+        ``run=`` of one parameter): the lean call path builds none for it.
+        """
         args = list(call.args)
         if self.kind != "function" and self.handler_takes_context:
             args.append(context)

@@ -9,6 +9,7 @@ cached; files are hard-linked where the file system allows.
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -25,7 +26,7 @@ from packaging.utils import canonicalize_name
 from toolbridge._sandbox.runtime.cache import link_or_copy, publish_once
 from toolbridge._sandbox.runtime.node import build_node_path, node_environment
 
-RUNTIME_FORMAT = "1"
+RUNTIME_FORMAT = "2"  # 2: bytecode compiled at build time
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 
@@ -164,6 +165,15 @@ def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) 
         venv.EnvBuilder(symlinks=True, with_pip=False).create(scratch)
         version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
         _populate(scratch / "lib" / version / "site-packages", client, dependencies)
+        # The sandbox cannot write bytecode (read-only, PYTHONDONTWRITEBYTECODE), so without
+        # this every command compiles its imports again. Compiled under the final path (for
+        # tracebacks); checked against the source's mtime as usual, so an edited file is
+        # compiled afresh rather than run stale.
+        compileall.compile_dir(
+            scratch / "lib" / version / "site-packages",
+            ddir=root / "lib" / version / "site-packages",
+            quiet=2,
+        )
         print("toolbridge: the Python sandbox runtime is built", file=sys.stderr)
 
     publish_once(cache_dir, root, build)

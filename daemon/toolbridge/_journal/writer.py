@@ -1,0 +1,105 @@
+"""The journal's writer: one stdlib ``sqlite3`` connection on a daemon thread of its own.
+
+A batch of the group commit runs there as one plain function (``BEGIN IMMEDIATE``, its
+statements, ``COMMIT``), and its outcome comes back to the event loop with one
+``call_soon_threadsafe``: one wake-up per batch, however many statements it holds. Through
+aiosqlite each statement was a round trip between the loop and its thread.
+
+The thread is a daemon, so a host that forgets to close its bridge still exits; a commit is
+durable once its future resolves, so dying with the thread loses nothing acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["Writer"]
+
+T = TypeVar("T")
+
+_STOP = object()
+
+
+class Writer:
+    """Runs functions of one ``sqlite3.Connection`` in its own thread, one at a time, in order.
+
+    Args:
+        path: The database file.
+        synchronous: ``NORMAL`` or ``FULL``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str) -> None:
+        self._path = path
+        self._synchronous = synchronous
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.connection: sqlite3.Connection | None = None
+
+    async def start(self) -> None:
+        """Open the connection in the writer's thread (the thread that will use it)."""
+        self._thread = threading.Thread(target=self._work, name="toolbridge-journal-writer", daemon=True)
+        self._thread.start()
+        await self.run(self._connect)
+
+    def _connect(self, _: sqlite3.Connection | None) -> None:
+        # Autocommit mode: every batch is an explicit transaction.
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={self._synchronous}")
+        db.execute("PRAGMA busy_timeout=5000")
+        self.connection = db
+
+    def run(self, job: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue ``job(connection)``; the future resolves in the loop with what it returned."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        if self._thread is None or not self._thread.is_alive():
+            future.set_exception(sqlite3.ProgrammingError("the journal writer is stopped"))
+            return future
+        self._jobs.put((job, loop, future))
+        return future
+
+    async def stop(self) -> None:
+        """Close the connection once every job queued so far has run."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._jobs.put((_STOP, asyncio.get_running_loop(), done))
+        await done
+
+    def _work(self) -> None:
+        while True:
+            job, loop, future = self._jobs.get()
+            if job is _STOP:
+                if self.connection is not None:
+                    self.connection.close()
+                    self.connection = None
+                _resolve(loop, future, None, None)
+                return
+            try:
+                value, error = job(self.connection), None
+            except BaseException as exc:  # handed to the awaiting coroutine
+                value, error = None, exc
+            _resolve(loop, future, value, error)
+
+
+def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, error: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+        loop.call_soon_threadsafe(_settle, future, value, error)
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # its awaiter was cancelled
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
