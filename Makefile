@@ -29,7 +29,8 @@ $(NODE_DEPS): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json
 
 node-deps: $(NODE_DEPS)
 
-# bubblewrap for the sandbox: installed here when run as root (apt-get install -y bubblewrap).
+# bubblewrap for the sandbox and PostgreSQL's binaries for the journal's tests: installed here
+# when run as root (apt-get install -y bubblewrap postgresql).
 system-deps:
 	sh scripts/setup_system.sh
 
