@@ -12,6 +12,10 @@ BUF := tools/proto-lint/node_modules/.bin/buf
 # with the reason instead of failing.
 TOOLBRIDGE_REQUIRE_BWRAP ?= 1
 export TOOLBRIDGE_REQUIRE_BWRAP
+# Likewise the PostgreSQL journal's tests, on a throwaway cluster: `TOOLBRIDGE_REQUIRE_POSTGRES=0`
+# skips them with the reason where PostgreSQL cannot be installed (not root).
+TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
+export TOOLBRIDGE_REQUIRE_POSTGRES
 
 .PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps
 
