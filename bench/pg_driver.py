@@ -30,7 +30,7 @@ import psycopg
 import psycopg_pool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.pg_cluster import running_cluster  # noqa: E402
+from tests.pg_cluster import running_cluster
 
 SCHEMA = """
 CREATE TABLE runs (run_id TEXT PRIMARY KEY, fence BIGINT NOT NULL);
@@ -113,7 +113,9 @@ async def bench_psycopg(url: str, ops: int) -> dict[str, float]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--ops", type=int, default=400)
     args = parser.parse_args()

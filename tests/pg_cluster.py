@@ -109,8 +109,19 @@ class Cluster:
         if not self.durable:
             settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
         options = " ".join(f"-c {setting}" for setting in settings)
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-w", "-t", "60", "-l",
-                  str(self.root / "server.log"), "start")  # fmt: skip
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(self.root / "server.log"),
+            "start",
+        )
         return self
 
     def stop(self) -> None:
@@ -124,8 +135,25 @@ class Cluster:
 
     def sql(self, statement: str, database: str = "postgres") -> str:
         """Run one statement with psql; returns its unaligned output."""
-        argv = [str(self._bin / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                "-h", str(self.socket_dir), "-p", str(PORT), "-U", USER, "-d", database, "-c", statement]  # fmt: skip
+        argv = [
+            str(self._bin / "psql"),
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            str(self.socket_dir),
+            "-p",
+            str(PORT),
+            "-U",
+            USER,
+            "-d",
+            database,
+            "-c",
+            statement,
+        ]
         psql = shutil.which("psql") if not Path(argv[0]).exists() else argv[0]
         argv[0] = psql or argv[0]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -37,7 +37,9 @@ def opened(journal_url: str) -> Opener:
 
 
 def step(run_id: str, key: str, seq: int, **fields: object) -> StepRecord:
-    rec = StepRecord(run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k")
+    rec = StepRecord(
+        run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k"
+    )
     for name, value in fields.items():
         setattr(rec, name, value)
     return rec
@@ -85,7 +87,13 @@ async def test_a_run_is_listed_with_its_owner_lease_and_entries(opened: Opener) 
         await journal.write(step("r", "a", 1))
         run = await journal.get_run("r")
         assert run is not None
-        assert (run.status, run.entries, run.steps, run.owner, run.fence) == ("running", 1, 1, "host-a:1:aa", 1)
+        assert (run.status, run.entries, run.steps, run.owner, run.fence) == (
+            "running",
+            1,
+            1,
+            "host-a:1:aa",
+            1,
+        )
         assert run.lease_expires_at is not None
         assert before + 29 < run.lease_expires_at < now() + 31
         await journal.end_run("r", "failed", "ValueError: x")
@@ -179,9 +187,13 @@ async def test_events_are_found_by_name_and_time(opened: Opener) -> None:
     async with opened() as journal:
         start = now()
         for index, name in enumerate(["paid", "other", "paid"]):
-            await journal.record_event({"id": f"e{index}", "name": name, "data": {"n": index}, "ts": start + index})
+            await journal.record_event(
+                {"id": f"e{index}", "name": name, "data": {"n": index}, "ts": start + index}
+            )
         found = await journal.events_since("paid", start + 0.5)
-        assert found == [{"id": "e2", "name": "paid", "data": {"n": 2}, "ts": pytest.approx(start + 2, abs=0.001)}]
+        assert found == [
+            {"id": "e2", "name": "paid", "data": {"n": 2}, "ts": pytest.approx(start + 2, abs=0.001)}
+        ]
         assert [event["id"] for event in await journal.events_since("paid", start)] == ["e0", "e2"]
 
 
