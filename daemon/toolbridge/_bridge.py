@@ -19,7 +19,7 @@ from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._errors import ToolbridgeError
-from toolbridge._journal.sqlite import Durability, Journal, NullJournal, SQLiteJournal
+from toolbridge._journal.base import Durability, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
@@ -74,6 +74,9 @@ class Bridge:
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
         tools: Tools registered on the bridge, for use outside a single command (the
             ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
+        run_lease: Seconds a run entered by this bridge stays its own without renewal. The
+            bridge renews it while the run is open; another bridge entering the run meanwhile
+            gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
 
     Example::
 
@@ -93,17 +96,15 @@ class Bridge:
         listen: str | None = None,
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
+        run_lease: float = 30.0,
     ) -> None:
-        self._journal: Journal = (
-            NullJournal() if journal is None else SQLiteJournal(journal, durability=durability)
-        )
-        self._journal_location = None if journal is None else os.fspath(journal)
+        self._journal: Journal = open_journal(journal, durability=durability)
         self._launcher = _launcher(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._tools: dict[str, Tool] = to_tools(tools or {})
         self._background: set[asyncio.Future[Any]] = set()
-        self._runs = Runs(self._journal, self._background)
+        self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
         self._events.on_event.append(self._trigger)
@@ -117,8 +118,8 @@ class Bridge:
 
     @property
     def journal_location(self) -> str | None:
-        """Where the journal is (the path given as ``journal=``), or ``None`` without one."""
-        return self._journal_location
+        """Where the journal is (the path or URL given as ``journal=``), or ``None`` without one."""
+        return self._journal.location
 
     def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
         """Serve somewhere else than configured; call before entering the bridge.

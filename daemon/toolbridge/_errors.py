@@ -9,7 +9,9 @@
     ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
     ├── StepError                   a durable step (step.run) failed after its attempts
     └── JournalError                the journal cannot be used as asked
-        └── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+        ├── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+        ├── RunBusyError            another daemon holds the run's lease: it is running it now
+        └── RunLeaseLostError            another daemon took the run over; this one's writes are refused
 
 One warning, not an error: ``DefinitionWarning`` (a ``UserWarning``, in ``_definitions``) says
 that ``tool_definitions`` left out constraints a model API's format cannot express.
@@ -24,6 +26,7 @@ reaches the sandbox only as a generic ``InternalError`` carrying an error id.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Literal
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "NonRetriableError",
     "ProtocolError",
     "ReplayMismatchError",
+    "RunBusyError",
+    "RunLeaseLostError",
     "SandboxError",
     "SnippetError",
     "StepError",
@@ -150,6 +155,50 @@ class ReplayMismatchError(JournalError):
     This means the code of the run changed between executions in a way that cannot be
     replayed; start a new run id instead.
     """
+
+
+class RunBusyError(JournalError):
+    """The run is held by another daemon (another process, or another ``Bridge``) right now.
+
+    Entering a run takes its lease; the holder renews it while the run is open. Enter again
+    once the holder has left, or once its lease has expired (a holder that was killed stops
+    renewing it), and the run is taken over and replayed.
+
+    Attributes:
+        run_id: The run that is busy.
+        owner: Who holds it (``host:pid:random``, one per ``Bridge``).
+        expires_at: When its lease runs out unless renewed (seconds since the epoch).
+    """
+
+    def __init__(self, run_id: str, owner: str, expires_at: float) -> None:
+        when = datetime.datetime.fromtimestamp(expires_at, tz=datetime.UTC).isoformat(timespec="milliseconds")
+        super().__init__(
+            f"run {run_id!r} is held by {owner} (lease until {when} unless renewed): another "
+            "daemon is running it; enter it again after that daemon leaves or its lease expires"
+        )
+        self.run_id = run_id
+        self.owner = owner
+        self.expires_at = expires_at
+
+
+class RunLeaseLostError(JournalError):
+    """This daemon's lease on a run ran out and another daemon took the run over.
+
+    Every write of a run is fenced by its lease: once the run is taken over, what this daemon
+    still writes for it is refused, so a late write never overwrites the new holder's.
+
+    Attributes:
+        run_id: The run that was taken over.
+        owner: Who holds it now, if anyone.
+    """
+
+    def __init__(self, run_id: str, owner: str | None) -> None:
+        super().__init__(
+            f"run {run_id!r} was taken over by {owner or 'another daemon'} after this daemon's "
+            "lease on it expired; this daemon's writes for it are refused"
+        )
+        self.run_id = run_id
+        self.owner = owner
 
 
 StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE"]

@@ -1,4 +1,8 @@
-"""The records a journal keeps: runs and their steps."""
+"""The records a journal keeps: runs, their steps, and sidecar tokens.
+
+Times are float seconds since the epoch in memory; the journal stores integer milliseconds
+and converts at its edge.
+"""
 
 from __future__ import annotations
 
@@ -69,3 +73,41 @@ class RunSummary:
     entries: int
     steps: int
     error: str | None
+    owner: str | None = None
+    """The daemon that holds (or last held) the run's lease."""
+    lease_expires_at: float | None = None
+    """When the holder's lease runs out unless renewed; ``None`` once it left the run."""
+    fence: int = 0
+    """Counts the holders the run has had: each takeover increases it."""
+
+
+@dataclass(frozen=True)
+class SidecarToken:
+    """A token that lets a sandbox started outside the daemon call some of its tools.
+
+    Attributes:
+        id: Names the token (for revoking and listing); not a secret.
+        run_id: The durable run its calls are recorded in.
+        tools: The registered tools it may call.
+        max_calls: How many calls it may make in all.
+        calls: How many of its budget it has used (as last recorded).
+        created_at: When it was minted (seconds since the epoch).
+        expires_at: When it stops working (seconds since the epoch).
+        revoked_at: When it was revoked, if it was.
+        token: The bearer token to hand to the sandbox as ``TOOLBRIDGE_TOKEN``; only known
+            right after minting (only a hash is stored).
+    """
+
+    id: str
+    run_id: str
+    tools: tuple[str, ...]
+    max_calls: int
+    calls: int
+    created_at: float
+    expires_at: float
+    revoked_at: float | None = None
+    token: str | None = None
+
+    def active(self, at: float | None = None) -> bool:
+        """Whether the token is neither revoked nor expired (now, or at ``at``)."""
+        return self.revoked_at is None and (now() if at is None else at) < self.expires_at

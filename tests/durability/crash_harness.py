@@ -104,6 +104,12 @@ class CrashHarness:
                 assert per_step[key] == ran_by_then, f"{key} ran again after it was recorded as completed"
         if self.at_most_once:
             assert all(count <= 1 for count in per_step.values()), per_step
+        with sqlite3.connect(self.journal) as db:
+            status, lease, fence = db.execute(
+                "SELECT status, lease_expires_at, fence FROM runs WHERE run_id = ?", (self.run_id,)
+            ).fetchone()
+        # Every entry held the run in turn (a new host, a new fence), and the last let it go.
+        assert (status, lease, fence) == ("completed", None, self.entries)
         for tag, record in final.items():
             if "value" in record:
                 assert record["value"]["charged"] == TAGS[tag]

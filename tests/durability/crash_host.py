@@ -6,6 +6,10 @@ It serves one tool, ``charge``, to ``WORK_DIR/agent.py`` inside ``bridge.run(RUN
 invocation of the tool is appended to ``WORK_DIR/invocations.jsonl`` before the tool returns;
 the agent appends every answer it receives to ``received-ENTRY.jsonl``. The environment
 variable TOOLBRIDGE_FAILPOINTS decides where, if anywhere, the process kills itself.
+
+A killed host leaves its run leased: the next host gets ``RunBusyError`` until that lease
+runs out, as a real host would. It waits for the expiry the error names (the lease is short
+here) and enters again, taking the run over; ``busy-ENTRY.json`` records that it had to.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from toolbridge import Bridge, ToolContext, tool
+from toolbridge import Bridge, RunBusyError, ToolContext, tool
+
+RUN_LEASE = 1.0
+"""Seconds a killed host's run stays leased: short, so that the next entry waits little."""
 
 AGENT = """
 import asyncio, json, os
@@ -74,10 +82,22 @@ def main() -> None:
     tools = {"charge": tool.step(input=Charge, run=charge, at_most_once=at_most_once)}
 
     async def run() -> None:
-        async with Bridge(journal=journal) as bridge, bridge.run(run_id) as step:
-            result = await step.sandbox.commands.run(
-                "agent", "python3 agent.py", tools=tools, cwd=work, env={"ENTRY": entry}
-            )
+        busy: list[dict[str, object]] = []
+        async with Bridge(journal=journal, run_lease=RUN_LEASE) as bridge:
+            while True:
+                try:
+                    async with bridge.run(run_id) as step:
+                        result = await step.sandbox.commands.run(
+                            "agent", "python3 agent.py", tools=tools, cwd=work, env={"ENTRY": entry}
+                        )
+                    break
+                except RunBusyError as error:
+                    if len(busy) == 3:
+                        raise
+                    busy.append({"owner": error.owner, "expires_at": error.expires_at})
+                    (work / f"busy-{entry}.json").write_text(json.dumps(busy))
+                    # The dead holder's lease is the condition: nothing else would free the run.
+                    await asyncio.sleep(max(0.0, error.expires_at - time.time()) + 0.05)
         (work / f"result-{entry}.json").write_text(json.dumps(asdict(result)))
 
     asyncio.run(run())

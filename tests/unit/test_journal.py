@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import JournalError
-from toolbridge._journal.sqlite import MIGRATIONS, SQLiteJournal
+from toolbridge._journal.migrations import MIGRATIONS
+from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
 
 
@@ -25,6 +26,8 @@ async def test_a_new_journal_is_migrated_to_the_latest_schema(journal_path: Path
     await journal.close()
     with sqlite3.connect(journal_path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        applied = [row[0] for row in db.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        assert applied == list(range(1, len(MIGRATIONS) + 1))
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "steps"} <= tables
@@ -33,7 +36,7 @@ async def test_a_new_journal_is_migrated_to_the_latest_schema(journal_path: Path
 async def test_reopening_keeps_what_was_written(journal_path: Path) -> None:
     journal = SQLiteJournal(journal_path)
     await journal.open()
-    await journal.enter_run("r")
+    await journal.enter_run("r", lease=30)
     rec = step("r", "a", 1)
     rec.complete('{"x":1}')
     await journal.write(rec)
@@ -41,7 +44,7 @@ async def test_reopening_keeps_what_was_written(journal_path: Path) -> None:
     again = SQLiteJournal(journal_path)
     await again.open()
     try:
-        (loaded,) = await again.enter_run("r")
+        (loaded,) = await again.enter_run("r", lease=30)
         assert (loaded.key, loaded.status, loaded.output_json) == ("a", "completed", '{"x":1}')
         run = await again.get_run("r")
         assert run is not None
@@ -51,18 +54,27 @@ async def test_reopening_keeps_what_was_written(journal_path: Path) -> None:
 
 
 async def test_a_journal_from_a_newer_version_is_refused(journal_path: Path) -> None:
-    with sqlite3.connect(journal_path) as db:
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     journal = SQLiteJournal(journal_path)
+    await journal.open()
+    await journal.close()
+    with sqlite3.connect(journal_path) as db:
+        db.execute("INSERT INTO schema_migrations VALUES (?, 0)", (len(MIGRATIONS) + 1,))
     with pytest.raises(JournalError, match="newer toolbridge"):
-        await journal.open()
+        await SQLiteJournal(journal_path).open()
+
+
+async def test_a_user_version_beyond_the_adopted_ones_is_refused(journal_path: Path) -> None:
+    with sqlite3.connect(journal_path) as db:  # no schema_migrations: counted by the pragma
+        db.execute("PRAGMA user_version = 4")
+    with pytest.raises(JournalError, match="newer toolbridge"):
+        await SQLiteJournal(journal_path).open()
 
 
 async def test_a_resolved_write_is_visible_to_another_connection(journal_path: Path) -> None:
     journal = SQLiteJournal(journal_path)
     await journal.open()
     try:
-        await journal.enter_run("r")
+        await journal.enter_run("r", lease=30)
         rec = step("r", "a", 1)
         await journal.write(rec)
         with sqlite3.connect(journal_path) as other:
@@ -75,12 +87,12 @@ async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journa
     journal = SQLiteJournal(journal_path)
     await journal.open()
     try:
-        await journal.enter_run("r")
+        await journal.enter_run("r", lease=30)
         statements: list[str] = []
         execute = journal.db.execute
 
         def counting_execute(sql: str, *args: object) -> object:
-            statements.append(sql)
+            statements.append(sql.split()[0])
             return execute(sql, *args)
 
         journal.db.execute = counting_execute  # type: ignore[assignment, method-assign]
@@ -89,7 +101,9 @@ async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journa
         records[7].complete('"done"')
         futures.append(journal.write(records[7]))
         await asyncio.gather(*futures)
-        assert len(statements) <= 4  # 1201 snapshots in a few multi-row statements, not one each
+        # 1201 snapshots in a few multi-row statements, not one each, in one transaction
+        assert statements.count("INSERT") <= 4
+        assert statements.count("BEGIN") == statements.count("COMMIT") <= 2
         loaded = {rec.key: rec for rec in await journal.load_steps("r")}
         assert len(loaded) == 1200
         assert loaded["k7"].status == "completed"
@@ -107,7 +121,7 @@ async def test_a_writer_cancelled_while_waiting_does_not_break_the_batch(journal
     journal = SQLiteJournal(journal_path)
     await journal.open()
     try:
-        await journal.enter_run("r")
+        await journal.enter_run("r", lease=30)
         first, second = step("r", "a", 1), step("r", "b", 2)
 
         async def write_and_wait(rec: StepRecord) -> None:

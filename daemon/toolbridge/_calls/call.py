@@ -17,7 +17,7 @@ from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable.attempts import new_error_id, run_attempts, unexpected
 from toolbridge._errors import JournalError, ProtocolError, ToolError
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
@@ -98,9 +98,8 @@ async def call_tool(
         raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
     positional, named = _parse_arguments(positional_json, named_json)
     scope.calls += 1
-    if scope.on_call is not None:
-        scope.on_call(scope)
-    if scope.calls > options.max_calls:
+    allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
+    if not allowed:
         asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
         return CallOutcome(
             "",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from toolbridge._durable.runstate import KeyCounter, RunState
@@ -30,4 +30,6 @@ class CommandScope:
     stop: StopSignal = field(default_factory=StopSignal)
     calls: int = 0
     keys: KeyCounter = field(default_factory=KeyCounter)
-    on_call: Callable[[CommandScope], None] | None = None  # counts calls where they persist
+    # Counts a call where the budget persists (a sidecar token's, in the journal) and says
+    # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.
+    count_call: Callable[[CommandScope], Awaitable[bool]] | None = None

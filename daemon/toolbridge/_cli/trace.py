@@ -16,7 +16,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError
-from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.base import open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 
@@ -54,7 +54,7 @@ def _read(path: Path, run_id: str | None, limit: int) -> tuple[list[RunSummary],
 async def _read_journal(
     path: Path, run_id: str | None, limit: int
 ) -> tuple[list[RunSummary], list[StepRecord]]:
-    journal = SQLiteJournal(path)
+    journal = open_journal(path)
     await journal.open()
     try:
         if run_id is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.steps import StepsFactory
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import SandboxRuntime
 from toolbridge._tokens import TokenRegistry

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from toolbridge._errors import ToolError
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
 

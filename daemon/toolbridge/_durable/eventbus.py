@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._records import now
 from toolbridge._tools.events import Event
 

@@ -3,18 +3,38 @@
 A bridge holds one :class:`RunState` per open run id, shared by every entry of that run
 (``bridge.run``, ``Bridge.call_tool``, a sidecar token's calls), so that two entries asking
 for the same step at once run it once.
+
+Across bridges (another process, or another ``Bridge`` on the same journal), a run has one
+owner: the first entry takes the run's lease in the journal, a task renews it every third of
+the lease while the run is open, and the last entry to leave releases it. Another bridge
+entering the run meanwhile gets ``RunBusyError`` instead of running its steps a second time;
+once a holder stops renewing (it was killed), its lease expires and the next entry takes the
+run over, replaying what the dead holder recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from typing import Any
 
 from toolbridge._durable.runstate import RunState
-from toolbridge._journal.sqlite import Journal
+from toolbridge._errors import JournalError
+from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
 
 __all__ = ["Runs"]
+
+log = logging.getLogger("toolbridge")
+
+
+def check_lease(lease: object) -> float:
+    if isinstance(lease, bool) or not isinstance(lease, int | float):
+        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
+    if not math.isfinite(lease) or lease <= 0:
+        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
+    return float(lease)
 
 
 class Runs:
@@ -23,33 +43,64 @@ class Runs:
     Args:
         journal: Where runs are recorded.
         background: Tool calls that outlive their askers; the bridge cancels them on close.
+            Lease renewals run there too, so that closing the bridge stops them.
+        lease: Seconds the bridge's hold on an open run lasts without renewal.
     """
 
-    def __init__(self, journal: Journal, background: set[asyncio.Future[Any]]) -> None:
+    def __init__(
+        self, journal: Journal, background: set[asyncio.Future[Any]], *, lease: float = 30.0
+    ) -> None:
         self._journal = journal
         self._background = background
+        self._lease = check_lease(lease)
         self._open: dict[str, RunState] = {}
+        self._renewals: dict[str, asyncio.Task[None]] = {}
 
     def get(self, run_id: str) -> RunState | None:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)
 
     async def enter(self, run_id: str) -> RunState:
-        """Enter ``run_id`` (recording it as running) and return its shared state."""
+        """Enter ``run_id`` (taking its lease, recording it as running); return its shared state.
+
+        Raises:
+            RunBusyError: when another bridge holds the run and its lease is live.
+        """
         state = self._open.get(run_id)
         if state is None:
-            recorded = await self._journal.enter_run(run_id)
+            recorded = await self._journal.enter_run(run_id, lease=self._lease)
             state = self._open.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
+            if run_id not in self._renewals:
+                self._renew_while_open(run_id)
         else:
-            await self._journal.enter_run(run_id)
+            await self._journal.enter_run(run_id, lease=self._lease)
         state.entries += 1
         return state
+
+    def _renew_while_open(self, run_id: str) -> None:
+        task = asyncio.ensure_future(self._renew(run_id))
+        self._renewals[run_id] = task
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _renew(self, run_id: str) -> None:
+        while True:
+            await asyncio.sleep(self._lease / 3)
+            try:
+                renewed = await self._journal.renew_run(run_id, lease=self._lease)
+            except JournalError as exc:  # the journal closed or cannot write: writes will say so
+                log.warning("could not renew the lease on run %r: %s", run_id, exc)
+                return
+            if not renewed:
+                log.warning("lost the lease on run %r: another daemon took it over", run_id)
+                return
 
     async def leave(self, state: RunState, status: RunStatus | None, error: str | None = None) -> None:
         """Leave a run entered with :meth:`enter`.
 
         With a ``status``, the run is recorded as ending so now; with ``None``, it is
-        recorded as completed only when its last entry leaves.
+        recorded as completed only when its last entry leaves. The last entry releases the
+        run's lease.
         """
         try:
             if status is not None:
@@ -58,5 +109,11 @@ class Runs:
             state.entries -= 1
             if state.entries == 0:
                 self._open.pop(state.run_id, None)
-                if status is None:
-                    await self._journal.end_run(state.run_id, "completed")
+                renewal = self._renewals.pop(state.run_id, None)
+                if renewal is not None:
+                    renewal.cancel()
+                try:
+                    if status is None:
+                        await self._journal.end_run(state.run_id, "completed")
+                finally:
+                    await self._journal.release_run(state.run_id)

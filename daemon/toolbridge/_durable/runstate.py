@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from toolbridge._journal.sqlite import Journal
+from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
 

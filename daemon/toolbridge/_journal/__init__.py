@@ -1,1 +1,1 @@
-"""The journal: the only place in the package that speaks SQL."""
+"""The journal: the only place that stores anything, behind the ``Journal`` protocol (``base``)."""

@@ -1,295 +1,131 @@
-"""The journal: every run and step, in SQLite.
+"""The journal in one SQLite file: every run, step, event and sidecar token.
 
-The journal is the source of truth for replay and the trace. Writes are group-committed: all
-step snapshots queued while one commit runs go into the next one together, as a single
-multi-row upsert statement, which SQLite runs as one transaction that takes the write lock at
-once (what ``BEGIN IMMEDIATE`` does for a multi-statement transaction). Concurrent calls share
-a commit, and a lone call pays for one thread hop to aiosqlite's writer thread.
+The journal is the source of truth for replay and the trace. Every write goes through the
+group commit (:mod:`.commit`): all writes queued while one batch commits go into the next,
+and each batch is one explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction (step snapshots as
+multi-row upserts). Nothing else writes on the connection, so nothing lands inside another
+batch's transaction by accident. Reads run on the same connection as single statements.
+
+Runs are leased: a journal enters a run by taking its lease in the database (see
+:meth:`SQLiteJournal.enter_run`), and every step write checks, inside the batch's
+transaction, that the run's fence is still the one this journal took. A daemon that was
+paused or killed past its lease can therefore never overwrite the new holder's steps.
 
 Durability: WAL mode. With ``durability="normal"`` (``synchronous=NORMAL``, the default) a
 committed step survives the daemon being killed at any point; a power loss or kernel crash
 may lose the last commits. ``durability="full"`` (``synchronous=FULL``) survives those too,
 at the cost of an fsync per commit.
 
-The SQL sticks to what SQLite and PostgreSQL share (``ON CONFLICT ... DO UPDATE``, plain
-types), so the same schema can move to PostgreSQL when one machine is outgrown.
+The SQL sticks to what SQLite and PostgreSQL share (``ON CONFLICT ... DO UPDATE``,
+``RETURNING``, integer milliseconds), so the same statements can move to PostgreSQL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import logging
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import secrets
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import aiosqlite
 
-from toolbridge._errors import JournalError
-from toolbridge._records import RunStatus, RunSummary, StepRecord, now
+from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
+from toolbridge._journal import rows as r
+from toolbridge._journal.base import Durability
+from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.migrations import migrate
+from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
-Durability = Literal["normal", "full"]
-log = logging.getLogger("toolbridge")
-
-# Numbered migrations; the database's `PRAGMA user_version` is the last one applied.
-MIGRATIONS: Sequence[str] = (
-    # 1: runs and steps.
-    """
-    CREATE TABLE runs (
-        run_id      TEXT PRIMARY KEY,
-        status      TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
-        started_at  REAL NOT NULL,
-        updated_at  REAL NOT NULL,
-        finished_at REAL,
-        entries     INTEGER NOT NULL DEFAULT 1,
-        error       TEXT
-    );
-    CREATE TABLE steps (
-        run_id          TEXT NOT NULL REFERENCES runs (run_id),
-        step_key        TEXT NOT NULL,
-        parent_key      TEXT,
-        seq             INTEGER NOT NULL,
-        kind            TEXT NOT NULL,
-        name            TEXT NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        status          TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
-        input_json      TEXT,
-        output_json     TEXT,
-        error_json      TEXT,
-        attempts        INTEGER NOT NULL DEFAULT 0,
-        attempt_log     TEXT NOT NULL DEFAULT '[]',
-        started_at      REAL NOT NULL,
-        finished_at     REAL,
-        stale           INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (run_id, step_key)
-    );
-    CREATE INDEX steps_by_parent ON steps (run_id, parent_key);
-    CREATE INDEX runs_by_start ON runs (started_at);
-    """,
-    # 2: events, for send_event / wait_for_event and triggered functions.
-    """
-    CREATE TABLE events (
-        event_id  TEXT PRIMARY KEY,
-        name      TEXT NOT NULL,
-        data_json TEXT NOT NULL,
-        ts        REAL NOT NULL
-    );
-    CREATE INDEX events_by_name ON events (name, ts);
-    """,
-    # 3: sidecar tokens (toolbridge serve): only a hash of each secret is kept.
-    """
-    CREATE TABLE sidecar_tokens (
-        token_id    TEXT PRIMARY KEY,
-        secret_hash TEXT NOT NULL,
-        run_id      TEXT NOT NULL,
-        tools_json  TEXT NOT NULL,
-        max_calls   INTEGER NOT NULL,
-        calls       INTEGER NOT NULL DEFAULT 0,
-        created_at  REAL NOT NULL,
-        expires_at  REAL NOT NULL,
-        revoked_at  REAL
-    );
-    """,
-)
+__all__ = ["SQLiteJournal", "new_owner"]
 
 _ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
 
-
-@dataclass(frozen=True)
-class _Statement:
-    """A write the journal batches. With ``upsert_rows``, many rows go into one statement.
-
-    A single multi-row ``INSERT ... ON CONFLICT DO UPDATE`` is one implicit transaction that
-    takes the write lock at once (as BEGIN IMMEDIATE would) and costs one thread hop on
-    aiosqlite, however many rows a batch holds.
-    """
-
-    sql: str
-    multi_row: tuple[str, str, str] | None = None  # (head, one row's placeholders, tail)
-
-    def render(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, tuple[Any, ...]]]:
-        if self.multi_row is None:
-            return [(self.sql, row) for row in rows]
-        head, placeholders, tail = self.multi_row
-        rendered = []
-        for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-            chunk = rows[start : start + _ROWS_PER_STATEMENT]
-            sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
-            rendered.append((sql, tuple(value for row in chunk for value in row)))
-        return rendered
-
-
-_STEP_COLUMNS = (
-    "run_id, step_key, parent_key, seq, kind, name, idempotency_key, status, input_json, "
-    "output_json, error_json, attempts, attempt_log, started_at, finished_at, stale"
+_UPSERT_STEPS = (
+    f"INSERT INTO steps ({r.STEP_COLUMNS}) VALUES",
+    f"({', '.join('?' * 16)})",
+    """ON CONFLICT (run_id, step_key) DO UPDATE SET
+        status = excluded.status, input_json = excluded.input_json,
+        output_json = excluded.output_json, error_json = excluded.error_json,
+        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
+        finished_at = excluded.finished_at, stale = excluded.stale""",
 )
-_UPSERT_STEP = _Statement(
-    sql="",
-    multi_row=(
-        f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES",
-        f"({', '.join('?' * 16)})",
-        """ON CONFLICT (run_id, step_key) DO UPDATE SET
-            status = excluded.status, input_json = excluded.input_json,
-            output_json = excluded.output_json, error_json = excluded.error_json,
-            attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-            finished_at = excluded.finished_at, stale = excluded.stale""",
-    ),
-)
-_ENTER_RUN = _Statement("""
-    INSERT INTO runs (run_id, status, started_at, updated_at) VALUES (?, 'running', ?, ?)
+# Taken when the run is new, already ours, released, or its holder's lease has expired. A new
+# holder increases the fence, which refuses the previous holder's late writes.
+_ENTER_RUN = """
+    INSERT INTO runs (run_id, status, started_at, updated_at, owner, lease_expires_at, fence)
+    VALUES (?, 'running', ?, ?, ?, ?, 1)
     ON CONFLICT (run_id) DO UPDATE SET
-        status = 'running', updated_at = excluded.updated_at, finished_at = NULL,
-        error = NULL, entries = runs.entries + 1
-""")
-_RECORD_EVENT = _Statement("INSERT INTO events (event_id, name, data_json, ts) VALUES (?, ?, ?, ?)")
-_END_RUN = _Statement(
-    "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ? WHERE run_id = ?"
-)
+        status = 'running', updated_at = excluded.updated_at, finished_at = NULL, error = NULL,
+        entries = runs.entries + 1,
+        fence = CASE WHEN runs.owner IS excluded.owner THEN runs.fence ELSE runs.fence + 1 END,
+        owner = excluded.owner, lease_expires_at = excluded.lease_expires_at
+    WHERE runs.owner IS excluded.owner OR runs.lease_expires_at IS NULL
+        OR runs.lease_expires_at <= excluded.updated_at
+    RETURNING fence
+"""
+_RENEW_RUN = """UPDATE runs SET lease_expires_at = ?
+    WHERE run_id = ? AND owner = ? AND fence = ? AND lease_expires_at IS NOT NULL RETURNING 1"""
+_RELEASE_RUN = "UPDATE runs SET lease_expires_at = NULL WHERE run_id = ? AND owner = ? AND fence = ?"
+_RELEASE_ALL = "UPDATE runs SET lease_expires_at = NULL WHERE owner = ? AND lease_expires_at IS NOT NULL"
+_END_RUN = """UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ?
+    WHERE run_id = ? AND fence = ? RETURNING 1"""
+_RECORD_EVENT = "INSERT INTO events (event_id, name, data_json, ts) VALUES (?, ?, ?, ?)"
+_INSERT_TOKEN = f"""INSERT INTO sidecar_tokens ({r.TOKEN_COLUMNS}, secret_hash)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_REVOKE_TOKEN = """UPDATE sidecar_tokens SET revoked_at = ?
+    WHERE token_id = ? AND revoked_at IS NULL RETURNING 1"""
+# The budget is counted where it is kept: a call is allowed only if this very update finds
+# the token under its budget, so two daemons serving one token never overspend it.
+_COUNT_CALL = """UPDATE sidecar_tokens SET calls = calls + 1
+    WHERE token_id = ? AND calls < max_calls RETURNING 1"""
 
 
-def _step_row(rec: StepRecord) -> tuple[Any, ...]:
-    return (
-        rec.run_id,
-        rec.key,
-        rec.parent_key,
-        rec.seq,
-        rec.kind,
-        rec.name,
-        rec.idempotency_key,
-        rec.status,
-        rec.input_json,
-        rec.output_json,
-        None if rec.error is None else json.dumps(rec.error),
-        rec.attempts,
-        json.dumps(rec.attempt_log),
-        rec.started_at,
-        rec.finished_at,
-        int(rec.stale),
-    )
+def new_owner() -> str:
+    """An owner id for one journal instance: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def _step_from_row(row: Sequence[Any]) -> StepRecord:
-    return StepRecord(
-        run_id=row[0],
-        key=row[1],
-        parent_key=row[2],
-        seq=row[3],
-        kind=row[4],
-        name=row[5],
-        idempotency_key=row[6],
-        status=row[7],
-        input_json=row[8],
-        output_json=row[9],
-        error=None if row[10] is None else json.loads(row[10]),
-        attempts=row[11],
-        attempt_log=json.loads(row[12]),
-        started_at=row[13],
-        finished_at=row[14],
-        stale=bool(row[15]),
-    )
+def _daemon_thread(connection: aiosqlite.Connection) -> aiosqlite.Connection:
+    """Make the connection's worker thread a daemon, before it starts.
 
-
-class Journal(Protocol):
-    """Where runs and steps are recorded. :class:`SQLiteJournal` is the real one."""
-
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    async def enter_run(self, run_id: str) -> list[StepRecord]:
-        """Mark the run running (creating it if new) and return its recorded steps."""
-        ...
-
-    def write(self, rec: StepRecord) -> asyncio.Future[None]:
-        """Queue a snapshot of ``rec``; the future resolves once it is committed."""
-        ...
-
-    async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None: ...
-
-    async def record_event(self, event: dict[str, Any]) -> None:
-        """Journal an event; returns once it is committed."""
-        ...
-
-    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
-        """Events named ``name`` sent at or after ``since``, oldest first."""
-        ...
-
-    async def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
-
-    async def load_steps(self, run_id: str) -> list[StepRecord]: ...
-
-    async def get_run(self, run_id: str) -> RunSummary | None: ...
-
-
-class _GroupCommit:
-    """Queues writes and commits everything queued during the previous commit together."""
-
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._db = db
-        # statement -> (row key -> params): the last snapshot of a row wins within a batch,
-        # which also keeps a multi-row upsert from touching one row twice.
-        self._pending: dict[_Statement, dict[Any, tuple[Any, ...]]] = {}
-        self._batch: asyncio.Future[None] | None = None
-        self._flusher: asyncio.Task[None] | None = None
-
-    def add(self, statement: _Statement, key: Any, params: tuple[Any, ...]) -> asyncio.Future[None]:
-        self._pending.setdefault(statement, {})[key] = params
-        loop = asyncio.get_running_loop()
-        if self._batch is None:
-            self._batch = loop.create_future()
-            # Nobody may await a fire-and-forget write; never let its failure go unheard.
-            self._batch.add_done_callback(_consume_exception)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = loop.create_task(self._flush())
-        # The batch is shared by every write in it: a writer that is cancelled while it waits
-        # must cancel its own wait, never the batch the others wait on.
-        waiter = asyncio.shield(self._batch)
-        waiter.add_done_callback(_consume_exception)
-        return waiter
-
-    async def _flush(self) -> None:
-        while self._pending:
-            pending, batch = self._pending, self._batch
-            self._pending, self._batch = {}, None
-            assert batch is not None
-            try:
-                for statement, rows in pending.items():
-                    for sql, params in statement.render(list(rows.values())):
-                        await self._db.execute(sql, params)
-            except Exception as exc:
-                log.error("journal write failed: %s", exc)
-                batch.set_exception(JournalError(f"journal write failed: {exc}"))
-            else:
-                batch.set_result(None)
-
-    async def drain(self) -> None:
-        while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
-
-
-def _consume_exception(future: asyncio.Future[None]) -> None:
-    if not future.cancelled():
-        future.exception()
+    aiosqlite's thread is not a daemon, so a host that forgets to close its bridge would
+    never exit. A commit is durable once it resolves, so dying with the thread loses nothing
+    that was acknowledged. (aiosqlite < 0.21 made the connection itself the thread.)
+    """
+    thread: threading.Thread = getattr(connection, "_thread", None) or connection  # type: ignore[assignment]
+    thread.daemon = True
+    return connection
 
 
 class SQLiteJournal:
-    """The journal in one SQLite file (WAL mode, numbered migrations, group commit).
+    """The journal in one SQLite file (WAL mode, numbered migrations, group commit, leases).
 
     Args:
         path: The database file; created with its schema when missing.
         durability: ``"normal"`` survives a killed process, ``"full"`` a power loss too.
+        owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durability: Durability = "normal") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durability: Durability = "normal", owner: str | None = None
+    ) -> None:
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self.path = Path(path)
+        self.location: str | None = str(self.path)
+        self.owner = owner or new_owner()
         self._durability = durability
         self._db: aiosqlite.Connection | None = None
-        self._commits: _GroupCommit | None = None
+        self._commits: GroupCommit | None = None
+        # run id -> the fence this journal took. Kept after leaving: a late write of a run
+        # left but not taken over since is harmless, and still allowed.
+        self._held: dict[str, int] = {}
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -298,36 +134,18 @@ class SQLiteJournal:
         return self._db
 
     async def open(self) -> None:
-        # Autocommit: every write is one statement and so one transaction (see _Statement);
-        # migrations, which need several statements, use an explicit BEGIN IMMEDIATE.
-        self._db = await aiosqlite.connect(self.path, isolation_level=None)
+        # Autocommit mode: the group commit and the migrations write in explicit transactions.
+        self._db = await _daemon_thread(aiosqlite.connect(self.path, isolation_level=None))
         try:
             await self._db.execute("PRAGMA journal_mode=WAL")
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
-            await self._db.execute("PRAGMA foreign_keys=ON")
-            await self._migrate()
+            await migrate(self._db, self.path)
         except BaseException:
             await self._db.close()
             self._db = None
             raise
-        self._commits = _GroupCommit(self._db)
-
-    async def _migrate(self) -> None:
-        async with self.db.execute("PRAGMA user_version") as cursor:
-            row = await cursor.fetchone()
-        version = int(row[0]) if row else 0
-        if version > len(MIGRATIONS):
-            raise JournalError(
-                f"{self.path} was written by a newer toolbridge (schema {version}, this one "
-                f"knows {len(MIGRATIONS)}); upgrade toolbridge to read it"
-            )
-        for number in range(version + 1, len(MIGRATIONS) + 1):
-            # executescript commits first and runs outside the implicit transaction, so
-            # wrap each migration and its version bump in one explicit transaction.
-            await self.db.executescript(
-                f"BEGIN IMMEDIATE;\n{MIGRATIONS[number - 1]}\nPRAGMA user_version = {number};\nCOMMIT;"
-            )
+        self._commits = GroupCommit(self._execute_batch)
 
     async def close(self) -> None:
         if self._db is None:
@@ -335,51 +153,45 @@ class SQLiteJournal:
         commits, self._commits = self._commits, None  # later writes fail at once, not in a flush
         if commits is not None:
             await commits.drain()
-        await self._db.close()
+        try:
+            # Runs still held are free at once, not only when their leases run out. The
+            # last write, after the last batch: a single statement, its own transaction.
+            await self._db.execute(_RELEASE_ALL, (self.owner,))
+        finally:
+            await self._db.close()
         self._db = None
 
-    async def enter_run(self, run_id: str) -> list[StepRecord]:
-        stamp = now()
-        await self._group_commit().add(_ENTER_RUN, ("run", run_id), (run_id, stamp, stamp))
-        return await self.load_steps(run_id)
-
-    def _group_commit(self) -> _GroupCommit:
+    def _queue(self, kind: str, key: Any, params: Any) -> asyncio.Future[Any]:
         if self._commits is None:
             raise JournalError("the journal is not open")
-        return self._commits
+        return self._commits.add(kind, key, params)
+
+    # -- runs and steps --------------------------------------------------------------------
+
+    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+        stamp = r.to_ms(now())
+        await self._queue("enter", None, (run_id, stamp, stamp, self.owner, stamp + r.to_ms(lease)))
+        return await self.load_steps(run_id)
+
+    async def renew_run(self, run_id: str, *, lease: float) -> bool:
+        renewed: bool = await self._queue("renew", run_id, (run_id, r.to_ms(now() + lease)))
+        return renewed
+
+    async def release_run(self, run_id: str) -> None:
+        await self._queue("release", run_id, run_id)
 
     def write(self, rec: StepRecord) -> asyncio.Future[None]:
-        return self._group_commit().add(_UPSERT_STEP, (rec.run_id, rec.key), _step_row(rec))
-
-    def execute(self, sql: str, params: tuple[Any, ...], *, key: Any) -> asyncio.Future[None]:
-        """Queue a statement on another table into the group commit.
-
-        Statements with the same ``sql`` and ``key`` queued before one commit collapse into
-        the last one. The future resolves once it is committed.
-        """
-        return self._group_commit().add(_Statement(sql), key, params)
+        return self._queue("step", (rec.run_id, rec.key), r.step_row(rec))
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
-        stamp = now()
-        await self._group_commit().add(_END_RUN, ("run", run_id), (status, stamp, stamp, error, run_id))
-
-    async def record_event(self, event: dict[str, Any]) -> None:
-        params = (event["id"], event["name"], json.dumps(event["data"]), event["ts"])
-        await self._group_commit().add(_RECORD_EVENT, event["id"], params)
-
-    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
-        async with self.db.execute(
-            "SELECT event_id, name, data_json, ts FROM events WHERE name = ? AND ts >= ? ORDER BY ts",
-            (name, since),
-        ) as cursor:
-            rows = await cursor.fetchall()
-        return [{"id": row[0], "name": row[1], "data": json.loads(row[2]), "ts": row[3]} for row in rows]
+        stamp = r.to_ms(now())
+        await self._queue("end", run_id, (status, stamp, stamp, error, run_id))
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
-        async with self.db.execute(
-            f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
-        ) as cursor:
-            return [_step_from_row(row) for row in await cursor.fetchall()]
+        found = await self.db.execute_fetchall(
+            f"SELECT {r.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        return [r.step_from_row(row) for row in found]
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:
         return await self._runs("ORDER BY r.started_at DESC LIMIT ?", (limit,))
@@ -389,46 +201,163 @@ class SQLiteJournal:
         return found[0] if found else None
 
     async def _runs(self, where: str, params: tuple[Any, ...]) -> list[RunSummary]:
-        sql = (
-            "SELECT r.run_id, r.status, r.started_at, r.updated_at, r.finished_at, r.entries, "
-            "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id), r.error "
-            f"FROM runs r {where}"
-        )
-        async with self.db.execute(sql, params) as cursor:
-            return [RunSummary(*row) for row in await cursor.fetchall()]
+        found = await self.db.execute_fetchall(f"SELECT {r.RUN_COLUMNS} FROM runs r {where}", params)
+        return [r.run_from_row(row) for row in found]
 
-
-class NullJournal:
-    """Records nothing: no replay, no trace. For measuring what journaling costs."""
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
-    async def enter_run(self, run_id: str) -> list[StepRecord]:
-        return []
-
-    def write(self, rec: StepRecord) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        future.set_result(None)
-        return future
-
-    async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
-        return None
-
-    async def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        return []
+    # -- events ----------------------------------------------------------------------------
 
     async def record_event(self, event: dict[str, Any]) -> None:
-        return None
+        params = (event["id"], event["name"], json.dumps(event["data"]), r.to_ms(event["ts"]))
+        await self._queue("event", event["id"], params)
 
     async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
-        return []
+        found = await self.db.execute_fetchall(
+            "SELECT event_id, name, data_json, ts FROM events WHERE name = ? AND ts >= ? ORDER BY ts",
+            (name, r.to_ms(since)),
+        )
+        return [r.event_from_row(row) for row in found]
 
-    async def load_steps(self, run_id: str) -> list[StepRecord]:
-        return []
+    # -- sidecar tokens --------------------------------------------------------------------
 
-    async def get_run(self, run_id: str) -> RunSummary | None:
+    async def insert_token(self, token: SidecarToken, secret_hash: bytes) -> None:
+        params = (
+            token.id,
+            token.run_id,
+            json.dumps(list(token.tools)),
+            token.max_calls,
+            token.calls,
+            r.to_ms(token.created_at),
+            r.to_ms(token.expires_at),
+            r.to_ms_or_none(token.revoked_at),
+            secret_hash.hex(),
+        )
+        await self._queue("token", token.id, params)
+
+    async def get_token(self, token_id: str) -> SidecarToken | None:
+        found = await self.find_token(token_id)
+        return None if found is None else found[0]
+
+    async def find_token(self, token_id: str) -> tuple[SidecarToken, bytes] | None:
+        found = await self.db.execute_fetchall(
+            f"SELECT {r.TOKEN_COLUMNS}, secret_hash FROM sidecar_tokens WHERE token_id = ?", (token_id,)
+        )
+        for row in found:
+            try:
+                return r.token_from_row(row), bytes.fromhex(row[-1])
+            except ValueError:  # a damaged hash matches nothing
+                return None
         return None
+
+    async def list_tokens(self) -> list[SidecarToken]:
+        found = await self.db.execute_fetchall(
+            f"SELECT {r.TOKEN_COLUMNS} FROM sidecar_tokens ORDER BY created_at DESC"
+        )
+        return [r.token_from_row(row) for row in found]
+
+    async def revoke_token(self, token_id: str, *, at: float) -> bool:
+        revoked: bool = await self._queue("revoke", token_id, (r.to_ms(at), token_id))
+        return revoked
+
+    async def count_token_call(self, token_id: str) -> bool:
+        allowed: bool = await self._queue("call", None, (token_id,))
+        return allowed
+
+    # -- the batch: one transaction --------------------------------------------------------
+
+    async def _execute_batch(self, batch: Sequence[Pending]) -> None:
+        db = self.db
+        by_kind: dict[str, list[Pending]] = {}
+        for pending in batch:
+            by_kind.setdefault(pending.kind, []).append(pending)
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            for kind, writes in by_kind.items():
+                await _OPERATIONS[kind](self, db, writes)
+            await db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await db.execute("ROLLBACK")
+            raise
+
+    async def _enter(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        for pending in writes:
+            run_id = pending.params[0]
+            taken = await db.execute_fetchall(_ENTER_RUN, pending.params)
+            if taken:
+                self._held[run_id] = pending.result = next(iter(taken))[0]
+                continue
+            holder = await db.execute_fetchall(
+                "SELECT owner, lease_expires_at FROM runs WHERE run_id = ?", (run_id,)
+            )
+            owner, expires = next(iter(holder))
+            pending.error = RunBusyError(run_id, owner, expires / 1000)
+
+    async def _steps(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        fences = await self._fences(db, {pending.params[0] for pending in writes})
+        allowed = [pending for pending in writes if self._fenced(pending, pending.params[0], fences)]
+        head, placeholders, tail = _UPSERT_STEPS
+        for start in range(0, len(allowed), _ROWS_PER_STATEMENT):
+            chunk = allowed[start : start + _ROWS_PER_STATEMENT]
+            sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
+            await db.execute(sql, tuple(value for pending in chunk for value in pending.params))
+
+    async def _fences(self, db: aiosqlite.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
+        """The current owner and fence of each run, read inside the batch's transaction."""
+        ordered, found = sorted(run_ids), {}
+        for start in range(0, len(ordered), _ROWS_PER_STATEMENT):
+            chunk = ordered[start : start + _ROWS_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            for run_id, owner, fence in await db.execute_fetchall(
+                f"SELECT run_id, owner, fence FROM runs WHERE run_id IN ({marks})", chunk
+            ):
+                found[run_id] = (owner, fence)
+        return found
+
+    def _fenced(self, pending: Pending, run_id: str, fences: dict[str, tuple[str | None, int]]) -> bool:
+        """Whether this journal still holds ``run_id``; else the write is refused."""
+        held = self._held.get(run_id)
+        current = fences.get(run_id)
+        if held is None:
+            pending.error = JournalError(f"run {run_id!r} was not entered through this journal")
+        elif current is None or current[1] != held:
+            pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
+        return pending.error is None
+
+    async def _renew(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        for pending in writes:
+            run_id, expires = pending.params
+            fence = self._held.get(run_id)
+            params = (expires, run_id, self.owner, fence)
+            pending.result = fence is not None and bool(await db.execute_fetchall(_RENEW_RUN, params))
+
+    async def _release(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        for pending in writes:
+            await db.execute(_RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
+
+    async def _end(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        fences = await self._fences(db, {pending.params[4] for pending in writes})
+        for pending in writes:
+            run_id = pending.params[4]
+            if self._fenced(pending, run_id, fences):
+                await db.execute_fetchall(_END_RUN, (*pending.params, self._held[run_id]))
+
+    async def _simple(self, sql: str, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        await db.executemany(sql, [pending.params for pending in writes])
+
+    async def _returning(self, sql: str, db: aiosqlite.Connection, writes: list[Pending]) -> None:
+        for pending in writes:
+            pending.result = bool(await db.execute_fetchall(sql, pending.params))
+
+
+_Operation = Callable[[SQLiteJournal, aiosqlite.Connection, list[Pending]], Awaitable[None]]
+_OPERATIONS: dict[str, _Operation] = {
+    "enter": SQLiteJournal._enter,
+    "step": SQLiteJournal._steps,
+    "renew": SQLiteJournal._renew,
+    "release": SQLiteJournal._release,
+    "end": SQLiteJournal._end,
+    "event": lambda journal, db, writes: journal._simple(_RECORD_EVENT, db, writes),
+    "token": lambda journal, db, writes: journal._simple(_INSERT_TOKEN, db, writes),
+    "revoke": lambda journal, db, writes: journal._returning(_REVOKE_TOKEN, db, writes),
+    "call": lambda journal, db, writes: journal._returning(_COUNT_CALL, db, writes),
+}

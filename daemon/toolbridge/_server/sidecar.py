@@ -1,35 +1,34 @@
 """Sidecar tokens: sandboxes started elsewhere (a container, a remote VM) calling a bridge's tools.
 
 A host mints a token for each such sandbox, naming the run its calls belong to, the
-registered tools it may call, a call budget and an expiry. Tokens live in the journal's
-SQLite file (only a hash of the secret), so ``toolbridge token`` in one process mints or
-revokes what ``toolbridge serve`` in another accepts. Every call checks the token again,
+registered tools it may call, a call budget and an expiry. Tokens live in the journal (only
+a hash of the secret), reached through the ``Journal`` protocol like everything stored, so
+``toolbridge token`` in one process mints or revokes what ``toolbridge serve`` in another
+accepts. Every call checks the token again,
 so a revoked or expired token stops working at once, even on a stream opened before.
 
 The calls of a token are steps of its run, nested under one ``sidecar`` step per token: they
-are journaled, retried and replayed like a command's calls. The call budget counts every
-call made with the token, across daemon restarts.
+are journaled, retried and replayed like a command's calls. The call budget is counted in
+the journal, atomically, so it holds across daemon restarts and across daemons serving one
+journal at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
-from toolbridge._errors import ToolbridgeError
-from toolbridge._journal.sqlite import Journal, SQLiteJournal
+from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
-from toolbridge._records import now
+from toolbridge._records import SidecarToken, now
 from toolbridge._tokens import new_token, secret_matches, split_token
 from toolbridge._tools.tool import Tool
 
@@ -37,67 +36,6 @@ __all__ = ["SidecarToken"]
 
 MAX_TTL = 30 * 24 * 3600.0
 """The longest a sidecar token may live, in seconds (30 days)."""
-
-_COLUMNS = "token_id, run_id, tools_json, max_calls, calls, created_at, expires_at, revoked_at"
-_INSERT = (
-    "INSERT INTO sidecar_tokens (token_id, secret_hash, run_id, tools_json, max_calls, calls, "
-    "created_at, expires_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)"
-)
-_REVOKE = "UPDATE sidecar_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL"
-_COUNT_CALLS = "UPDATE sidecar_tokens SET calls = ? WHERE token_id = ? AND calls < ?"
-
-
-@dataclass(frozen=True)
-class SidecarToken:
-    """A token that lets a sandbox started outside the daemon call some of its tools.
-
-    Attributes:
-        id: Names the token (for revoking and listing); not a secret.
-        run_id: The durable run its calls are recorded in.
-        tools: The registered tools it may call.
-        max_calls: How many calls it may make in all.
-        calls: How many it has made (as last recorded).
-        created_at: When it was minted (seconds since the epoch).
-        expires_at: When it stops working (seconds since the epoch).
-        revoked_at: When it was revoked, if it was.
-        token: The bearer token to hand to the sandbox as ``TOOLBRIDGE_TOKEN``; only known
-            right after minting (only a hash is stored).
-    """
-
-    id: str
-    run_id: str
-    tools: tuple[str, ...]
-    max_calls: int
-    calls: int
-    created_at: float
-    expires_at: float
-    revoked_at: float | None = None
-    token: str | None = None
-
-    def active(self, at: float | None = None) -> bool:
-        """Whether the token is neither revoked nor expired (now, or at ``at``)."""
-        return self.revoked_at is None and (now() if at is None else at) < self.expires_at
-
-
-def _from_row(row: Sequence[Any]) -> SidecarToken:
-    return SidecarToken(
-        id=row[0],
-        run_id=row[1],
-        tools=tuple(json.loads(row[2])),
-        max_calls=row[3],
-        calls=row[4],
-        created_at=row[5],
-        expires_at=row[6],
-        revoked_at=row[7],
-    )
-
-
-def _sqlite(journal: Journal) -> SQLiteJournal:
-    if not isinstance(journal, SQLiteJournal):
-        raise ToolbridgeError(
-            "sidecar tokens are kept in the journal: open the Bridge with a journal file, not journal=None"
-        )
-    return journal
 
 
 def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -> tuple[str, ...]:
@@ -121,14 +59,13 @@ def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -
 
 
 class TokenStore:
-    """Sidecar tokens in the journal's database."""
+    """Sidecar tokens, minted and checked here, kept by the journal."""
 
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
 
     async def mint(self, *, run_id: str, tools: Sequence[str], max_calls: int, ttl: float) -> SidecarToken:
         """Store a new token (committed before this returns) and return it with its secret."""
-        journal = _sqlite(self._journal)
         names = check_grant(run_id, tools, max_calls, ttl)
         token, token_id, secret_hash = new_token()
         created = now()
@@ -142,67 +79,39 @@ class TokenStore:
             expires_at=created + float(ttl),
             token=token,
         )
-        await journal.execute(
-            _INSERT,
-            (token_id, secret_hash.hex(), run_id, dumps(list(names)), max_calls, created, minted.expires_at),
-            key=("sidecar-token", token_id),
-        )
+        await self._journal.insert_token(minted, secret_hash)
         return minted
 
     async def revoke(self, token_id: str) -> bool:
         """Revoke a token; False when there is no such token or it already was."""
-        found = await self.get(token_id)
-        if found is None or found.revoked_at is not None:
-            return False
-        await _sqlite(self._journal).execute(_REVOKE, (now(), token_id), key=("sidecar-revoke", token_id))
-        return True
+        return await self._journal.revoke_token(token_id, at=now())
 
     async def get(self, token_id: str) -> SidecarToken | None:
-        row = await self._fetch_one(f"SELECT {_COLUMNS} FROM sidecar_tokens WHERE token_id = ?", (token_id,))
-        return None if row is None else _from_row(row)
+        return await self._journal.get_token(token_id)
 
     async def list(self) -> list[SidecarToken]:
         """Every token, newest first."""
-        db = _sqlite(self._journal).db
-        async with db.execute(f"SELECT {_COLUMNS} FROM sidecar_tokens ORDER BY created_at DESC") as cursor:
-            return [_from_row(row) for row in await cursor.fetchall()]
+        return await self._journal.list_tokens()
 
     async def check(self, token: str) -> SidecarToken | None:
         """The token's grant if it is well formed, known, matches, and is active."""
         parts = split_token(token)
         if parts is None:
             return None
-        row = await self._fetch_one(
-            f"SELECT {_COLUMNS}, secret_hash FROM sidecar_tokens WHERE token_id = ?", (parts[0],)
-        )
-        if row is None:
+        found = await self._journal.find_token(parts[0])
+        if found is None or not secret_matches(parts[1], found[1]):
             return None
-        try:
-            secret_hash = bytes.fromhex(row[-1])
-        except ValueError:
-            return None
-        if not secret_matches(parts[1], secret_hash):
-            return None
-        found = _from_row(row)
-        return found if found.active() else None
+        return found[0] if found[0].active(at=now()) else None
 
-    def record_calls(self, token_id: str, calls: int) -> None:
-        """Persist a token's call count with the next group commit."""
-        _sqlite(self._journal).execute(
-            _COUNT_CALLS, (calls, token_id, calls), key=("sidecar-calls", token_id)
-        )
-
-    async def _fetch_one(self, sql: str, params: tuple[Any, ...]) -> Sequence[Any] | None:
-        db = _sqlite(self._journal).db
-        async with db.execute(sql, params) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else tuple(row)
+    async def count_call(self, token_id: str) -> bool:
+        """Count one call against the token's budget; False once the budget is spent."""
+        return await self._journal.count_token_call(token_id)
 
 
 @contextlib.asynccontextmanager
-async def open_token_store(path: str | Path) -> AsyncIterator[TokenStore]:
-    """The tokens of a journal file, without serving (for ``toolbridge token``)."""
-    journal = SQLiteJournal(path)
+async def open_token_store(location: str | Path) -> AsyncIterator[TokenStore]:
+    """The tokens of a journal, without serving (for ``toolbridge token``)."""
+    journal = open_journal(location)
     await journal.open()
     try:
         yield TokenStore(journal)
@@ -244,7 +153,7 @@ class SidecarScopes:
 
     async def resolve(self, token: str) -> CommandScope | None:
         """The scope of an active sidecar token, else ``None``."""
-        if not isinstance(self._journal, SQLiteJournal) or split_token(token) is None:
+        if split_token(token) is None:
             return None
         grant = await self.store.check(token)
         if grant is None:
@@ -283,7 +192,7 @@ class SidecarScopes:
             calls=grant.calls,
         )
         token_id = grant.id
-        scope.on_call = lambda current: self.store.record_calls(token_id, current.calls)
+        scope.count_call = lambda _scope: self.store.count_call(token_id)
         served = _Served(grant, scope, key)
         self._served[grant.id] = served
         return served

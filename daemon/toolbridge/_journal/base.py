@@ -1,0 +1,140 @@
+"""The journal's whole interface, and the factory that picks an implementation by location.
+
+Everything the daemon stores goes through :class:`Journal`: runs and who holds them, steps,
+events, sidecar tokens and their call budgets. The SQL lives only in this subpackage, so a
+second dialect (PostgreSQL) is one more implementation of this protocol, not a hunt through
+the code base.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
+
+__all__ = ["Durability", "Journal", "open_journal"]
+
+Durability = Literal["normal", "full"]
+
+
+class Journal(Protocol):
+    """Where runs, steps, events and sidecar tokens are recorded.
+
+    Writes are queued and committed in batches (group commit); each batch is one transaction.
+    A run is held by one journal at a time: :meth:`enter_run` takes its lease, the holder
+    renews it, and every write for the run is fenced by it, so a journal whose lease was
+    taken over can no longer write the run.
+
+    Attributes:
+        owner: Who this journal writes as (``host:pid:random``); unique per instance.
+        location: Where it stores (a file path), or ``None`` when it stores nothing.
+    """
+
+    owner: str
+    location: str | None
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    # -- runs and their leases -------------------------------------------------------------
+
+    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+        """Take the run's lease for ``lease`` seconds, mark it running, return its steps.
+
+        The lease is taken atomically when the run is new, free, already this journal's, or
+        its holder's lease has expired (a takeover: the run's fence increases).
+
+        Raises:
+            RunBusyError: when another owner's lease on the run is live.
+        """
+        ...
+
+    async def renew_run(self, run_id: str, *, lease: float) -> bool:
+        """Extend this journal's lease on the run; False when the run was taken over."""
+        ...
+
+    async def release_run(self, run_id: str) -> None:
+        """Give the run's lease up (the run stays recorded; anyone may enter it now)."""
+        ...
+
+    def write(self, rec: StepRecord) -> asyncio.Future[None]:
+        """Queue a snapshot of ``rec``; the future resolves once it is committed.
+
+        The future fails with :class:`RunLeaseLostError` when the run was taken over.
+        """
+        ...
+
+    async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None: ...
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]: ...
+
+    async def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
+
+    async def get_run(self, run_id: str) -> RunSummary | None: ...
+
+    # -- events ----------------------------------------------------------------------------
+
+    async def record_event(self, event: dict[str, Any]) -> None:
+        """Journal an event; returns once it is committed."""
+        ...
+
+    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
+        """Events named ``name`` sent at or after ``since``, oldest first."""
+        ...
+
+    # -- sidecar tokens --------------------------------------------------------------------
+
+    async def insert_token(self, token: SidecarToken, secret_hash: bytes) -> None:
+        """Store a minted token (only the hash of its secret); returns once committed."""
+        ...
+
+    async def get_token(self, token_id: str) -> SidecarToken | None: ...
+
+    async def find_token(self, token_id: str) -> tuple[SidecarToken, bytes] | None:
+        """A token and the hash of its secret, to check a presented token against."""
+        ...
+
+    async def list_tokens(self) -> list[SidecarToken]:
+        """Every token, newest first."""
+        ...
+
+    async def revoke_token(self, token_id: str, *, at: float) -> bool:
+        """Revoke a token; False when there is no such token or it already was."""
+        ...
+
+    async def count_token_call(self, token_id: str) -> bool:
+        """Count one call against the token's budget, atomically; False when it is used up."""
+        ...
+
+
+def open_journal(
+    location: str | os.PathLike[str] | None, *, durability: Durability = "normal", owner: str | None = None
+) -> Journal:
+    """The journal for ``location``, not yet opened (``await journal.open()``).
+
+    Args:
+        location: A file path (SQLite), or ``None`` for a journal that records nothing.
+        durability: ``"normal"`` survives a killed process, ``"full"`` a power loss too.
+        owner: Who the journal writes as; a fresh ``host:pid:random`` by default.
+
+    Raises:
+        ValueError: for a location no implementation serves (a PostgreSQL URL, for now).
+    """
+    from toolbridge._journal.null import NullJournal
+    from toolbridge._journal.sqlite import SQLiteJournal
+
+    if location is None:
+        return NullJournal()
+    text = os.fspath(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        raise ValueError(
+            f"a PostgreSQL journal ({text.split('@')[-1]!r}) is not supported yet; "
+            "pass the path of a SQLite file"
+        )
+    if "://" in text:
+        raise ValueError(f"unknown journal location {text!r}: pass the path of a SQLite file")
+    return SQLiteJournal(Path(text), durability=durability, owner=owner)

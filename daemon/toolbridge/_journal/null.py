@@ -1,0 +1,80 @@
+"""A journal that records nothing: no replay, no trace, no leases, no sidecar tokens.
+
+For measuring what journaling costs (``Bridge(journal=None)``), and for CLI commands that
+need a bridge but no record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from toolbridge._errors import JournalError
+from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
+
+__all__ = ["NullJournal"]
+
+_NO_TOKENS = "sidecar tokens are kept in the journal: open the Bridge with a journal file, not journal=None"
+
+
+class NullJournal:
+    """Records nothing. Runs are not leased: nothing is shared to guard."""
+
+    owner = "nobody"
+    location: str | None = None
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+        return []
+
+    async def renew_run(self, run_id: str, *, lease: float) -> bool:
+        return True
+
+    async def release_run(self, run_id: str) -> None:
+        return None
+
+    def write(self, rec: StepRecord) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+    async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
+        return None
+
+    async def load_steps(self, run_id: str) -> list[StepRecord]:
+        return []
+
+    async def list_runs(self, limit: int = 50) -> list[RunSummary]:
+        return []
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        return None
+
+    async def record_event(self, event: dict[str, Any]) -> None:
+        return None
+
+    async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
+        return []
+
+    async def insert_token(self, token: SidecarToken, secret_hash: bytes) -> None:
+        raise JournalError(_NO_TOKENS)
+
+    async def get_token(self, token_id: str) -> SidecarToken | None:
+        return None
+
+    async def find_token(self, token_id: str) -> tuple[SidecarToken, bytes] | None:
+        return None  # no token is known, so every sidecar token is refused
+
+    async def list_tokens(self) -> list[SidecarToken]:
+        raise JournalError(_NO_TOKENS)
+
+    async def revoke_token(self, token_id: str, *, at: float) -> bool:
+        raise JournalError(_NO_TOKENS)
+
+    async def count_token_call(self, token_id: str) -> bool:
+        return False
