@@ -25,12 +25,13 @@ async def test_a_paused_owner_is_fenced_out_and_its_command_stopped(pg_url: str,
     a_work.mkdir()
     b_work.mkdir()
     a = await Host.start("a", "zombie", pg_url, str(a_work), "a", str(LEASE), work=tmp_path)
+    conn = await asyncpg.connect(pg_url)
     try:
         await a.report("holding")
         a.signal(signal.SIGSTOP)
+        a_owner = await conn.fetchval("SELECT owner FROM runs WHERE run_id = 'zombie'")
 
         b = await Host.start("b", "zombie", pg_url, str(b_work), "b", str(LEASE), work=tmp_path)
-        busy = await b.report("busy")  # A's lease was live when B first tried
         done = await b.report("done")
         assert await b.wait() == 0, b.stderr()
         assert done["exit_code"] == 0, done["stderr"]
@@ -42,29 +43,26 @@ async def test_a_paused_owner_is_fenced_out_and_its_command_stopped(pg_url: str,
             {"n": 3, "by": "b"},
         ]
 
-        conn = await asyncpg.connect(pg_url)
-        try:
-            run = await conn.fetchrow("SELECT owner, fence, status FROM runs WHERE run_id = 'zombie'")
-            assert run is not None
-            assert run["owner"] != busy["owner"]
-            assert (run["fence"], run["status"]) == (2, "completed")
+        run = await conn.fetchrow("SELECT owner, fence, status FROM runs WHERE run_id = 'zombie'")
+        assert run is not None
+        assert run["owner"] != a_owner
+        assert (run["fence"], run["status"]) == (2, "completed")
 
-            # A wakes up inside work(2), which now returns: its write must not land.
-            a.signal(signal.SIGUSR1)  # delivered once it runs again
-            a.signal(signal.SIGCONT)
-            lost = await a.report("lease_lost")
-            assert "taken over" in lost["message"]
-            assert await a.wait() == 3
+        # A wakes up inside work(2), which now returns: its write must not land.
+        a.signal(signal.SIGUSR1)  # delivered once it runs again
+        a.signal(signal.SIGCONT)
+        lost = await a.report("lease_lost")
+        assert "taken over" in lost["message"]
+        assert await a.wait() == 3
 
-            outputs = {
-                row["step_key"]: row["output_json"]
-                for row in await conn.fetch("SELECT step_key, output_json FROM steps WHERE kind = 'tool'")
-            }
-        finally:
-            await conn.close()
+        outputs = {
+            row["step_key"]: row["output_json"]
+            for row in await conn.fetch("SELECT step_key, output_json FROM steps WHERE kind = 'tool'")
+        }
         by = sorted(json.loads(output)["by"] for output in outputs.values() if output is not None)
         assert by == ["a", "b", "b"], outputs  # B's work(2) stands; A's late one was refused
         invoked = [(i["host"], i["step"]) for i in lines(a_work / "invocations.jsonl")]
         assert invoked == [("a", 1), ("a", 2)]  # and A ran nothing after it lost the run
     finally:
+        await conn.close()
         await a.kill()

@@ -95,6 +95,8 @@ class Commands:
         Raises:
             ValueError, TypeError: for invalid tools, names or options, before anything runs.
             SandboxError: when the sandbox cannot start the command.
+            RunLeaseLostError: when another daemon took the run over (its lease had run out):
+                the command was stopped, and the run goes on there.
         """
         argv = _argv(command)
         tool_map = to_tools(tools or {})
@@ -184,6 +186,8 @@ async def execute_command(
         writable_paths=list(writable),
         socket_dir=services.socket_dir,
     )
+    # A run taken over by another daemon stops here: its new holder runs it now.
+    forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
         outcome = await services.launcher.run(spec, scope.stop)
     except SandboxError as exc:
@@ -191,6 +195,8 @@ async def execute_command(
         await run.journal.write(rec)
         raise
     finally:
+        forget()
         services.tokens.revoke(token_id)
+    await run.check_lease()
     run.mark_stale(key)
     return rec, outcome

@@ -117,12 +117,13 @@ def open_journal(
     """The journal for ``location``, not yet opened (``await journal.open()``).
 
     Args:
-        location: A file path (SQLite), or ``None`` for a journal that records nothing.
+        location: A file path (SQLite), a ``postgresql://`` (or ``postgres://``) URL, or
+            ``None`` for a journal that records nothing.
         durability: ``"normal"`` survives a killed process, ``"full"`` a power loss too.
         owner: Who the journal writes as; a fresh ``host:pid:random`` by default.
 
     Raises:
-        ValueError: for a location no implementation serves (a PostgreSQL URL, for now).
+        ValueError: for a location no implementation serves (another URL scheme).
     """
     from toolbridge._journal.null import NullJournal
     from toolbridge._journal.sqlite import SQLiteJournal
@@ -131,10 +132,12 @@ def open_journal(
         return NullJournal()
     text = os.fspath(location)
     if text.startswith(("postgresql://", "postgres://")):
-        raise ValueError(
-            f"a PostgreSQL journal ({text.split('@')[-1]!r}) is not supported yet; "
-            "pass the path of a SQLite file"
-        )
+        from toolbridge._journal.postgres import PostgresJournal
+
+        return PostgresJournal(text, owner=owner)
     if "://" in text:
-        raise ValueError(f"unknown journal location {text!r}: pass the path of a SQLite file")
+        raise ValueError(
+            f"unknown journal location {text.split('@')[-1]!r}: pass the path of a SQLite file "
+            "or a postgresql:// URL"
+        )
     return SQLiteJournal(Path(text), durability=durability, owner=owner)
