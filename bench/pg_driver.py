@@ -125,7 +125,7 @@ async def main() -> None:
             for name, bench in (("asyncpg", bench_asyncpg), ("psycopg", bench_psycopg)):
                 url = cluster.create_database()
                 async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-                    await conn.execute(SCHEMA.encode())  # type: ignore[arg-type]
+                    await conn.execute(SCHEMA.encode())
                 results[name].append(await bench(url, args.ops))
     print(f"median ms per operation, {args.rounds} rounds x {args.ops} ops, fsync on")
     print(f"{'':26}{'asyncpg':>10}{'psycopg':>10}")

@@ -86,7 +86,7 @@ async def fleet(journal: str, daemons: int, calls: int) -> float:
         reports.append(json.loads(out.splitlines()[-1]))
     # Each daemon's calls ran while the others' did (they started together): the fleet's
     # rate is the sum of theirs.
-    return sum(r["concurrent"]["calls"] / r["concurrent"]["seconds"] for r in reports)
+    return float(sum(r["concurrent"]["calls"] / r["concurrent"]["seconds"] for r in reports))
 
 
 async def one_round(cluster: Cluster, work: Path, args: argparse.Namespace) -> dict[str, float]:

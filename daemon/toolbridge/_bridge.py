@@ -18,8 +18,9 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
+from toolbridge._durable.triggers import Triggers
 from toolbridge._errors import ToolbridgeError
-from toolbridge._journal.base import Durability, Journal, open_journal
+from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
@@ -63,8 +64,10 @@ class Bridge:
     leaving stops the server and closes the journal.
 
     Args:
-        journal: The SQLite file that records runs (created if missing), or ``None`` to
-            record nothing (no replay, no trace).
+        journal: Where runs are recorded: a SQLite file (created if missing), a PostgreSQL
+            database (``postgresql://user:pass@host:5432/db`` or ``postgres://...``; many
+            daemons on many hosts may share one), or ``None`` to record nothing (no replay,
+            no trace). When omitted, the ``TOOLBRIDGE_JOURNAL`` environment variable says.
         sandbox: ``"process"`` (plain child processes; no isolation) or ``"bwrap"``
             (bubblewrap: no network, read-only system, private /tmp).
         socket: The Unix socket to serve on; by default one in a fresh private (0700)
@@ -77,6 +80,8 @@ class Bridge:
         run_lease: Seconds a run entered by this bridge stays its own without renewal. The
             bridge renews it while the run is open; another bridge entering the run meanwhile
             gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
+        recover: Resume the runs of this bridge's durable functions whose daemon died (their
+            lease expired): when the bridge opens, and every half lease while it serves.
 
     Example::
 
@@ -89,7 +94,7 @@ class Bridge:
 
     def __init__(
         self,
-        journal: str | os.PathLike[str] | None,
+        journal: str | os.PathLike[str] | FromEnvironment | None = FROM_ENVIRONMENT,
         *,
         sandbox: SandboxKind | Launcher = "process",
         socket: str | os.PathLike[str] | None = None,
@@ -97,8 +102,12 @@ class Bridge:
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
         run_lease: float = 30.0,
+        recover: bool = False,
     ) -> None:
+        if not isinstance(recover, bool):
+            raise TypeError("recover must be True or False")
         self._journal: Journal = open_journal(journal, durability=durability)
+        self._recover = recover
         self._launcher = _launcher(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
@@ -107,7 +116,10 @@ class Bridge:
         self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
-        self._events.on_event.append(self._trigger)
+        self._triggers = Triggers(
+            self._functions, self.run, journal=self._journal, runs=self._runs, background=self._background
+        )
+        self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
 
@@ -204,21 +216,6 @@ class Bridge:
         self._require_open()
         return await self._events.publish(name, data or {})
 
-    def _trigger(self, event: Event) -> None:
-        for function in self._functions.values():
-            if function.trigger is not None and function.trigger.name == event.name:
-                task = asyncio.ensure_future(self._run_triggered(function, event))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-
-    async def _run_triggered(self, function: DurableFunction, event: Event) -> None:
-        try:
-            data = function.trigger.validate(event.data) if function.trigger else event.data
-            async with self.run(f"{function.id}/{event.id}") as step:
-                await function.call(Event(event.name, data, event.id, event.ts), step, step.run_id)
-        except Exception:  # the run is journaled as failed; nobody awaits a triggered run
-            log.exception("function %r failed on event %s", function.id, event.id)
-
     def _require_open(self) -> Services:
         if self._services is None:
             raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
@@ -231,6 +228,8 @@ class Bridge:
         except BaseException:
             await self._journal.close()
             raise
+        if self._recover:
+            self._triggers.recover()
         return self
 
     async def _serve(self) -> None:

@@ -97,12 +97,13 @@ async def soak(url: str, work: Path, name: str, lease: float, jobs: int) -> int:
         for index in range(5):
             step = f"s{index}"
 
-            def body(step: str = step) -> dict[str, Any]:
+            async def body(step: str = step) -> dict[str, Any]:
                 nonce = secrets.token_hex(6)
                 append(
                     work / "invocations.jsonl",
                     {"run": ctx.run_id, "step": step, "host": name, "nonce": nonce},
                 )
+                await asyncio.sleep(0.1)  # the step's work: a kill may land in the middle of it
                 return {"nonce": nonce}
 
             value = await ctx.step.run(step, body)
@@ -112,8 +113,9 @@ async def soak(url: str, work: Path, name: str, lease: float, jobs: int) -> int:
 
     async with bridge:
         report(event="serving")
-        for _ in range(jobs):
+        for _ in range(jobs):  # a job every 0.2 s: the host stays busy for a while
             await bridge.send_event("job/start", {"by": name})
+            await asyncio.sleep(0.2)
         await asyncio.Event().wait()
     return 0
 

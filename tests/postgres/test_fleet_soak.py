@@ -17,6 +17,7 @@ the acknowledgement log each function appends to once a step's result came back:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -28,7 +29,7 @@ import asyncpg
 from tests.postgres.fleet import Host, lines
 
 LEASE = 1.0
-JOBS_PER_START = 3
+JOBS_PER_START = 4
 KILLS = 6
 STEPS = 5
 SOAK_SECONDS = 90.0  # the whole soak stops by itself within this, whatever happens
@@ -60,18 +61,19 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
     try:
         async with asyncio.timeout(SOAK_SECONDS):
             for _ in range(KILLS):
-                # Kill when some step has just run, so that kills land mid-run.
-                seen = len(lines(tmp_path / "invocations.jsonl"))
-                wait_for = seen + chooser.randint(1, 4)
-                while len(lines(tmp_path / "invocations.jsonl")) < wait_for:
-                    done, total = await _completed_runs(conn)
-                    if done == total:
-                        break
-                    await asyncio.sleep(0.02)
-                victim = chooser.choice(sorted(hosts))
+                # Kill a few steps later, mostly the host that ran the latest step: it is busy,
+                # so the kill lands in the middle of a run (and often of a step).
+                seen = lines(tmp_path / "invocations.jsonl")
+                wait_for = len(seen) + chooser.randint(1, 4)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(3):
+                        while len(seen := lines(tmp_path / "invocations.jsonl")) < wait_for:
+                            await asyncio.sleep(0.02)
+                busy = seen[-1]["host"] if seen else "a"
+                victim = busy if chooser.random() < 0.75 else chooser.choice(sorted(hosts))
                 await hosts[victim].kill()
                 kills += 1
-                hosts[victim] = await _start(victim, pg_url, tmp_path, chooser.randint(0, JOBS_PER_START))
+                hosts[victim] = await _start(victim, pg_url, tmp_path, chooser.randint(1, JOBS_PER_START))
             while True:  # no more kills: the survivors finish every run, the orphans included
                 done, total = await _completed_runs(conn)
                 if done == total:
@@ -106,6 +108,7 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
     assert done == total
     assert all(row["status"] == "completed" for row in steps)
     assert len(recorded) == total * STEPS
+    assert set(runs_per_step) == set(recorded), set(runs_per_step) ^ set(recorded)
     for key, nonce in recorded.items():
         assert last_invocation[key] == nonce, f"{key} ran again after it completed (seed {seed})"
     for ack in acks:

@@ -1,7 +1,8 @@
 """The event bus: journals each event, then wakes matching waits and starts triggered work.
 
 Every event is journaled before anyone sees it, so a wait that resumes after a crash still
-finds an event sent before the crash.
+finds an event sent before the crash. On a journal that daemons on several hosts share
+(PostgreSQL), an event sent on one host wakes the matching waits on every other as it commits.
 """
 
 from __future__ import annotations
@@ -27,18 +28,29 @@ class EventBus:
         self._journal = journal
         self._waiters: list[tuple[str, float, Match | None, asyncio.Future[Event]]] = []
         self.on_event: list[Callable[[Event], None]] = []
+        # Events other daemons send through a shared journal (PostgreSQL) wake our waits
+        # too; triggered functions start only where the event was sent.
+        journal.watch_events(lambda recorded: self._wake(Event.from_dict(recorded)))
 
     async def publish(self, name: str, data: Mapping[str, Any]) -> Event:
         """Send an event now. It is journaled before any waiter or trigger sees it."""
         event = Event(name=name, data=dict(data), id="evt_" + secrets.token_hex(10), ts=now())
         await self._journal.record_event(event.to_dict())
-        for waiter in list(self._waiters):
-            wanted, since, match, future = waiter
-            if wanted == name and event.ts >= since and not future.done() and (match is None or match(event)):
-                future.set_result(event)
+        self._wake(event)
         for listener in self.on_event:
             listener(event)
         return event
+
+    def _wake(self, event: Event) -> None:
+        for waiter in list(self._waiters):
+            wanted, since, match, future = waiter
+            if (
+                wanted == event.name
+                and event.ts >= since
+                and not future.done()
+                and (match is None or match(event))
+            ):
+                future.set_result(event)
 
     async def wait(self, name: str, *, since: float, match: Match | None, timeout: float) -> Event | None:
         """The first event named ``name`` sent at or after ``since`` that matches, or ``None``."""

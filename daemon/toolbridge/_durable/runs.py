@@ -58,6 +58,11 @@ class Runs:
         self._open: dict[str, RunState] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
 
+    @property
+    def lease(self) -> float:
+        """Seconds the bridge's hold on an open run lasts without renewal."""
+        return self._lease
+
     def get(self, run_id: str) -> RunState | None:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)

@@ -30,83 +30,44 @@ import asyncio
 import contextlib
 import json
 import logging
-import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.postgres_schema import migrate
+from toolbridge._journal.postgres_sql import (
+    CHANNEL,
+    COUNT_CALL,
+    END_RUN,
+    ENTER_RUN,
+    FENCES,
+    INSERT_TOKEN,
+    NOTIFY_LIMIT,
+    NOW,
+    RECORD_EVENT,
+    RELEASE_ALL,
+    RELEASE_RUN,
+    RENEW_RUN,
+    RETRIES,
+    REVOKE_TOKEN,
+    RUN_SELECT,
+    UPSERT_STEPS,
+    redact,
+)
 from toolbridge._journal.sqlite import new_owner
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
-__all__ = ["PostgresJournal", "redact"]
+__all__ = ["PostgresJournal"]
 
 log = logging.getLogger("toolbridge")
 
 EventListener = Callable[[dict[str, Any]], None]
-
-CHANNEL = "toolbridge_events"
-_NOTIFY_LIMIT = 7000  # NOTIFY payloads stop at 8000 bytes; bigger events are fetched by id
-_NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-_RETRIES = 3  # a batch that deadlocks with another daemon's is run again, whole
-
-_UPSERT_STEPS = f"""
-    INSERT INTO steps ({r.STEP_COLUMNS})
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[],
-        $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::text[],
-        $14::bigint[], $15::bigint[], $16::int[])
-    ON CONFLICT (run_id, step_key) DO UPDATE SET
-        status = excluded.status, input_json = excluded.input_json,
-        output_json = excluded.output_json, error_json = excluded.error_json,
-        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-        finished_at = excluded.finished_at, stale = excluded.stale
-"""
-_ENTER_RUN = f"""
-    INSERT INTO runs (run_id, status, started_at, updated_at, owner, lease_expires_at, fence)
-    VALUES ($1, 'running', {_NOW}, {_NOW}, $2, {_NOW} + $3, 1)
-    ON CONFLICT (run_id) DO UPDATE SET
-        status = 'running', updated_at = excluded.updated_at, finished_at = NULL, error = NULL,
-        entries = runs.entries + 1,
-        fence = CASE WHEN runs.owner IS NOT DISTINCT FROM excluded.owner
-            THEN runs.fence ELSE runs.fence + 1 END,
-        owner = excluded.owner, lease_expires_at = excluded.lease_expires_at
-    WHERE runs.owner IS NOT DISTINCT FROM excluded.owner OR runs.lease_expires_at IS NULL
-        OR runs.lease_expires_at <= excluded.updated_at
-    RETURNING fence
-"""
-_FENCES = "SELECT run_id, owner, fence FROM runs WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR SHARE"
-_RENEW_RUN = f"""UPDATE runs SET lease_expires_at = {_NOW} + $2
-    WHERE run_id = $1 AND owner = $3 AND fence = $4 AND lease_expires_at IS NOT NULL RETURNING 1"""
-_RELEASE_RUN = "UPDATE runs SET lease_expires_at = NULL WHERE run_id = $1 AND owner = $2 AND fence = $3"
-_RELEASE_ALL = "UPDATE runs SET lease_expires_at = NULL WHERE owner = $1 AND lease_expires_at IS NOT NULL"
-_END_RUN = f"""UPDATE runs SET status = $1, updated_at = {_NOW}, finished_at = {_NOW}, error = $2
-    WHERE run_id = $3 AND fence = $4"""
-_RECORD_EVENT = "INSERT INTO events (event_id, name, data_json, ts) VALUES ($1, $2, $3, $4)"
-_INSERT_TOKEN = (
-    f"INSERT INTO sidecar_tokens ({r.TOKEN_COLUMNS}, secret_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-)
-_REVOKE_TOKEN = (
-    "UPDATE sidecar_tokens SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL RETURNING 1"
-)
-# The budget is counted where it is kept: a call is allowed only if this very update finds
-# the token under its budget, so daemons serving one token never overspend it together.
-_COUNT_CALL = (
-    "UPDATE sidecar_tokens SET calls = calls + 1 WHERE token_id = $1 AND calls < max_calls RETURNING 1"
-)
-_RUN_SELECT = f"SELECT {r.RUN_COLUMNS} FROM runs r"
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+Conn = asyncpg.Connection | PoolConnectionProxy
 
 
 class PostgresJournal:
@@ -161,7 +122,7 @@ class PostgresJournal:
         try:
             # Runs still held are free at once, not only when their leases run out.
             with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                await self.pool.execute(_RELEASE_ALL, self.owner)
+                await self.pool.execute(RELEASE_ALL, self.owner)
         finally:
             await self._close_connections()
 
@@ -215,22 +176,24 @@ class PostgresJournal:
         await self._queue("end", run_id, (status, error, run_id))
 
     async def load_steps(self, run_id: str) -> list[StepRecord]:
-        found = await self._fetch(f"SELECT {r.STEP_COLUMNS} FROM steps WHERE run_id = $1 ORDER BY seq", run_id)
+        found = await self._fetch(
+            f"SELECT {r.STEP_COLUMNS} FROM steps WHERE run_id = $1 ORDER BY seq", run_id
+        )
         return [r.step_from_row(tuple(row)) for row in found]
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:
-        found = await self._fetch(f"{_RUN_SELECT} ORDER BY r.started_at DESC LIMIT $1", limit)
+        found = await self._fetch(f"{RUN_SELECT} ORDER BY r.started_at DESC LIMIT $1", limit)
         return [r.run_from_row(tuple(row)) for row in found]
 
     async def get_run(self, run_id: str) -> RunSummary | None:
-        found = await self._fetch(f"{_RUN_SELECT} WHERE r.run_id = $1", run_id)
+        found = await self._fetch(f"{RUN_SELECT} WHERE r.run_id = $1", run_id)
         return r.run_from_row(tuple(found[0])) if found else None
 
     async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
-        """Runs still ``running`` whose holder's lease ran out (by the database's clock)."""
+        """Runs still ``running`` whose holder left or whose lease ran out (database clock)."""
         found = await self._fetch(
-            f"{_RUN_SELECT} WHERE r.status = 'running' AND r.lease_expires_at IS NOT NULL "
-            f"AND r.lease_expires_at <= {_NOW} ORDER BY r.started_at LIMIT $1",
+            f"{RUN_SELECT} WHERE r.status = 'running' AND (r.lease_expires_at IS NULL "
+            f"OR r.lease_expires_at <= {NOW}) ORDER BY r.started_at LIMIT $1",
             limit,
         )
         return [r.run_from_row(tuple(row)) for row in found]
@@ -251,16 +214,18 @@ class PostgresJournal:
         return [r.event_from_row(tuple(row)) for row in found]
 
     async def get_event(self, event_id: str) -> dict[str, Any] | None:
-        found = await self._fetch("SELECT event_id, name, data_json, ts FROM events WHERE event_id = $1", event_id)
+        found = await self._fetch(
+            "SELECT event_id, name, data_json, ts FROM events WHERE event_id = $1", event_id
+        )
         return r.event_from_row(tuple(found[0])) if found else None
 
     def watch_events(self, listener: EventListener) -> None:
         """Call ``listener`` with every event another daemon records, as it commits."""
         self._listeners.append(listener)
 
-    def _notified(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         try:
-            note = json.loads(payload)
+            note = json.loads(str(payload))
         except ValueError:
             return
         if note.get("owner") == self.owner:  # our own: the bus delivered it already
@@ -333,7 +298,7 @@ class PostgresJournal:
         by_kind: dict[str, list[Pending]] = {}
         for pending in batch:
             by_kind.setdefault(pending.kind, []).append(pending)
-        for attempt in range(1, _RETRIES + 1):
+        for attempt in range(1, RETRIES + 1):
             held = dict(self._held)
             try:
                 async with self.pool.acquire() as conn, conn.transaction():
@@ -341,16 +306,16 @@ class PostgresJournal:
                         await _OPERATIONS[kind](self, conn, writes)
                 return
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
-                if attempt == _RETRIES:
+                if attempt == RETRIES:
                     raise
                 self._held = held  # the fences taken in the rolled-back attempt were not taken
                 for pending in batch:
                     pending.error, pending.result = None, None
 
-    async def _enter(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _enter(self, conn: Conn, writes: list[Pending]) -> None:
         for pending in writes:
             run_id = pending.params[0]
-            fence = await conn.fetchval(_ENTER_RUN, *pending.params)
+            fence = await conn.fetchval(ENTER_RUN, *pending.params)
             if fence is not None:
                 self._held[run_id] = pending.result = fence
                 continue
@@ -358,9 +323,9 @@ class PostgresJournal:
             assert holder is not None  # the insert found it there
             pending.error = RunBusyError(run_id, holder[0], holder[1] / 1000)
 
-    async def _fences(self, conn: asyncpg.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
+    async def _fences(self, conn: Conn, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
         """Each run's owner and fence, locked against a takeover until the batch commits."""
-        return {row[0]: (row[1], row[2]) for row in await conn.fetch(_FENCES, sorted(run_ids))}
+        return {row[0]: (row[1], row[2]) for row in await conn.fetch(FENCES, sorted(run_ids))}
 
     def _fenced(self, pending: Pending, run_id: str, fences: dict[str, tuple[str | None, int]]) -> bool:
         held = self._held.get(run_id)
@@ -371,52 +336,52 @@ class PostgresJournal:
             pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
         return pending.error is None
 
-    async def _steps(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _steps(self, conn: Conn, writes: list[Pending]) -> None:
         fences = await self._fences(conn, {pending.params[0] for pending in writes})
         allowed = [pending.params for pending in writes if self._fenced(pending, pending.params[0], fences)]
         if allowed:
-            await conn.execute(_UPSERT_STEPS, *(list(column) for column in zip(*allowed, strict=True)))
+            await conn.execute(UPSERT_STEPS, *(list(column) for column in zip(*allowed, strict=True)))
 
-    async def _renew(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _renew(self, conn: Conn, writes: list[Pending]) -> None:
         for pending in writes:
             run_id, lease_ms = pending.params
             fence = self._held.get(run_id)
-            found = fence is not None and await conn.fetchval(_RENEW_RUN, run_id, lease_ms, self.owner, fence)
+            found = fence is not None and await conn.fetchval(RENEW_RUN, run_id, lease_ms, self.owner, fence)
             pending.result = bool(found)
 
-    async def _release(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _release(self, conn: Conn, writes: list[Pending]) -> None:
         for pending in writes:
             fence = self._held.get(pending.params)
             if fence is not None:
-                await conn.execute(_RELEASE_RUN, pending.params, self.owner, fence)
+                await conn.execute(RELEASE_RUN, pending.params, self.owner, fence)
 
-    async def _end(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _end(self, conn: Conn, writes: list[Pending]) -> None:
         fences = await self._fences(conn, {pending.params[2] for pending in writes})
         for pending in writes:
             run_id = pending.params[2]
             if self._fenced(pending, run_id, fences):
-                await conn.execute(_END_RUN, *pending.params, self._held[run_id])
+                await conn.execute(END_RUN, *pending.params, self._held[run_id])
 
-    async def _events(self, conn: asyncpg.Connection, writes: list[Pending]) -> None:
-        await conn.executemany(_RECORD_EVENT, [pending.params for pending in writes])
+    async def _events(self, conn: Conn, writes: list[Pending]) -> None:
+        await conn.executemany(RECORD_EVENT, [pending.params for pending in writes])
         for pending in writes:
             event_id, name, data, ts = pending.params
             note: dict[str, Any] = {"owner": self.owner, "id": event_id}
-            if len(data) + len(name) < _NOTIFY_LIMIT:
+            if len(data) + len(name) < NOTIFY_LIMIT:
                 note["event"] = {"id": event_id, "name": name, "data": json.loads(data), "ts": ts / 1000}
             # Sent when the transaction commits, and only then: a listener never sees an
             # event that could still roll back.
             await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, json.dumps(note))
 
-    async def _simple(self, sql: str, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _simple(self, sql: str, conn: Conn, writes: list[Pending]) -> None:
         await conn.executemany(sql, [pending.params for pending in writes])
 
-    async def _returning(self, sql: str, conn: asyncpg.Connection, writes: list[Pending]) -> None:
+    async def _returning(self, sql: str, conn: Conn, writes: list[Pending]) -> None:
         for pending in writes:
             pending.result = bool(await conn.fetchval(sql, *pending.params))
 
 
-_Operation = Callable[[PostgresJournal, asyncpg.Connection, list[Pending]], Awaitable[None]]
+_Operation = Callable[[PostgresJournal, Conn, list[Pending]], Awaitable[None]]
 _OPERATIONS: dict[str, _Operation] = {
     "enter": PostgresJournal._enter,
     "step": PostgresJournal._steps,
@@ -424,7 +389,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "release": PostgresJournal._release,
     "end": PostgresJournal._end,
     "event": PostgresJournal._events,
-    "token": lambda journal, conn, writes: journal._simple(_INSERT_TOKEN, conn, writes),
-    "revoke": lambda journal, conn, writes: journal._returning(_REVOKE_TOKEN, conn, writes),
-    "call": lambda journal, conn, writes: journal._returning(_COUNT_CALL, conn, writes),
+    "token": lambda journal, conn, writes: journal._simple(INSERT_TOKEN, conn, writes),
+    "revoke": lambda journal, conn, writes: journal._returning(REVOKE_TOKEN, conn, writes),
+    "call": lambda journal, conn, writes: journal._returning(COUNT_CALL, conn, writes),
 }

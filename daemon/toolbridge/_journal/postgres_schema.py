@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
 
@@ -82,7 +83,7 @@ MIGRATIONS: Sequence[Sequence[str]] = (
 )
 
 
-async def migrate(conn: asyncpg.Connection, where: str) -> None:
+async def migrate(conn: asyncpg.Connection | PoolConnectionProxy, where: str) -> None:
     """Bring the database to the latest schema, in one transaction.
 
     Raises:

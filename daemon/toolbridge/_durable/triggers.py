@@ -1,0 +1,122 @@
+"""Durable functions run by their events, and resumed when the daemon running them died.
+
+A triggered function runs as the run ``FUNCTION_ID/EVENT_ID``, started where the event was
+sent. When that daemon dies, the run stays ``running`` in the journal under a lease nobody
+renews (or none, when the daemon shut down mid-run). A bridge opened with ``recover=True``
+looks for such runs when it opens and then every half lease, and enters each one of its own
+functions' runs again with the event that started it: the lease is taken over (the fence
+goes up, so the dead owner can never write again), completed steps replay from the journal,
+and the rest runs here. Recovering daemons may race for one run: entering is atomic, and the
+losers get ``RunBusyError`` and leave it to the winner.
+
+Runs that host code entered (``bridge.run("order-42")``) are not resumed: only that code
+knows what they do; entering them again (after the lease expired) replays them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from toolbridge._durable.runs import Runs
+from toolbridge._durable.steps import Steps
+from toolbridge._errors import JournalError, RunBusyError
+from toolbridge._journal.base import Journal
+from toolbridge._tools.events import Event
+from toolbridge._tools.functions import DurableFunction
+
+__all__ = ["Triggers"]
+
+log = logging.getLogger("toolbridge")
+
+EnterRun = Callable[[str], AbstractAsyncContextManager[Steps]]
+
+
+class Triggers:
+    """Starts a bridge's durable functions on their events, and resumes orphaned runs of them.
+
+    Args:
+        functions: The bridge's durable functions, by id (read when an event arrives).
+        enter: Enters a run (``bridge.run``).
+        journal: The bridge's journal.
+        runs: The bridge's open runs (never orphans) and their lease.
+        background: Where started runs go; the bridge cancels them when it closes.
+    """
+
+    def __init__(
+        self,
+        functions: Mapping[str, DurableFunction],
+        enter: EnterRun,
+        *,
+        journal: Journal,
+        runs: Runs,
+        background: set[asyncio.Future[Any]],
+    ) -> None:
+        self._functions = functions
+        self._enter = enter
+        self._journal = journal
+        self._runs = runs
+        self._background = background
+        self._resuming: set[str] = set()
+
+    def on_event(self, event: Event) -> None:
+        """Start every function that ``event`` triggers, each as a run of its own."""
+        for function in self._functions.values():
+            if function.trigger is not None and function.trigger.name == event.name:
+                self._start(function, event)
+
+    def _start(self, function: DurableFunction, event: Event) -> asyncio.Future[None]:
+        task = asyncio.ensure_future(self._run(function, event))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _run(self, function: DurableFunction, event: Event) -> None:
+        try:
+            data = function.trigger.validate(event.data) if function.trigger else event.data
+            async with self._enter(f"{function.id}/{event.id}") as step:
+                await function.call(Event(event.name, data, event.id, event.ts), step, step.run_id)
+        except RunBusyError as exc:  # another daemon runs it (or resumed it first)
+            log.info("function %r on event %s: %s", function.id, event.id, exc)
+        except Exception:  # the run is journaled as failed; nobody awaits a triggered run
+            log.exception("function %r failed on event %s", function.id, event.id)
+
+    def recover(self) -> None:
+        """Resume orphaned runs now and every half lease, until the bridge closes."""
+        task = asyncio.ensure_future(self._watch())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _watch(self) -> None:
+        while True:
+            try:
+                await self.resume_orphans()
+            except JournalError as exc:  # the journal is away for now: look again later
+                log.warning("recovery could not read the journal: %s", exc)
+            await asyncio.sleep(max(0.1, self._runs.lease / 2))
+
+    async def resume_orphans(self) -> list[str]:
+        """Start resuming every orphaned run of a known function; returns their ids."""
+        started = []
+        for run in await self._journal.orphaned_runs():
+            function_id, _, event_id = run.run_id.rpartition("/")
+            function = self._functions.get(function_id)
+            if function is None or run.run_id in self._resuming or self._runs.get(run.run_id) is not None:
+                continue
+            recorded = await self._journal.get_event(event_id)
+            if recorded is None:
+                continue
+            log.info("resuming run %r: %s left it or let its lease expire", run.run_id, run.owner)
+            self._resuming.add(run.run_id)
+            task = self._start(function, Event.from_dict(recorded))
+            task.add_done_callback(functools.partial(_forget, self._resuming, run.run_id))
+            started.append(run.run_id)
+        return started
+
+
+def _forget(resuming: set[str], run_id: str, _task: asyncio.Future[None]) -> None:
+    resuming.discard(run_id)
