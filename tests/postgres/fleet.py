@@ -29,18 +29,19 @@ class Host:
     name: str
     process: asyncio.subprocess.Process
     reports: list[dict[str, Any]] = field(default_factory=list)
-    _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
+    # Notified at every report; hosts of one fleet may share it, to wait on all of them.
+    arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
     _reader: asyncio.Task[None] | None = None
     stderr_path: Path | None = None
 
     @classmethod
-    async def start(cls, name: str, *args: str, work: Path) -> Host:
+    async def start(cls, name: str, *args: str, work: Path, arrived: asyncio.Condition | None = None) -> Host:
         stderr = work / f"{name}-{len(list(work.glob(f'{name}-*.stderr')))}.stderr"
         with stderr.open("wb") as sink:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, str(HOST), *args, stdout=asyncio.subprocess.PIPE, stderr=sink, cwd=REPO
             )
-        host = cls(name, process, stderr_path=stderr)
+        host = cls(name, process, stderr_path=stderr, arrived=arrived or asyncio.Condition())
         host._reader = asyncio.create_task(host._read())
         return host
 
@@ -49,11 +50,11 @@ class Host:
         async for line in self.process.stdout:
             with contextlib.suppress(ValueError):
                 report = json.loads(line)
-                async with self._arrived:
+                async with self.arrived:
                     self.reports.append(report)
-                    self._arrived.notify_all()
-        async with self._arrived:
-            self._arrived.notify_all()
+                    self.arrived.notify_all()
+        async with self.arrived:
+            self.arrived.notify_all()
 
     async def report(self, event: str, timeout: float = 60.0) -> dict[str, Any]:
         """The first report of ``event``; fails when the process ends or time runs out first."""
@@ -61,11 +62,11 @@ class Host:
         def found() -> dict[str, Any] | None:
             return next((r for r in self.reports if r.get("event") == event), None)
 
-        async with asyncio.timeout(timeout), self._arrived:
+        async with asyncio.timeout(timeout), self.arrived:
             while (report := found()) is None:
                 if self._reader is not None and self._reader.done():
                     raise AssertionError(f"host {self.name} ended without {event!r}: {self.stderr()}")
-                await self._arrived.wait()
+                await self.arrived.wait()
         return report
 
     def stderr(self) -> str:

@@ -103,6 +103,7 @@ async def soak(url: str, work: Path, name: str, lease: float, jobs: int) -> int:
                     work / "invocations.jsonl",
                     {"run": ctx.run_id, "step": step, "host": name, "nonce": nonce},
                 )
+                report(event="step", run=ctx.run_id, step=step)
                 await asyncio.sleep(0.1)  # the step's work: a kill may land in the middle of it
                 return {"nonce": nonce}
 
@@ -116,6 +117,7 @@ async def soak(url: str, work: Path, name: str, lease: float, jobs: int) -> int:
         for _ in range(jobs):  # a job every 0.2 s: the host stays busy for a while
             await bridge.send_event("job/start", {"by": name})
             await asyncio.sleep(0.2)
+        report(event="jobs_sent")
         await asyncio.Event().wait()
     return 0
 

@@ -35,8 +35,10 @@ STEPS = 5
 SOAK_SECONDS = 90.0  # the whole soak stops by itself within this, whatever happens
 
 
-async def _start(name: str, url: str, work: Path, jobs: int) -> Host:
-    host = await Host.start(name, "soak", url, str(work), name, str(LEASE), str(jobs), work=work)
+async def _start(name: str, url: str, work: Path, jobs: int, arrived: asyncio.Condition) -> Host:
+    host = await Host.start(
+        name, "soak", url, str(work), name, str(LEASE), str(jobs), work=work, arrived=arrived
+    )
     await host.report("serving")
     return host
 
@@ -55,7 +57,18 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
     seed = int(os.environ.get("TOOLBRIDGE_SOAK_SEED", random.randrange(1 << 32)))
     chooser = random.Random(seed)
     print(f"soak seed {seed} (TOOLBRIDGE_SOAK_SEED={seed} replays it)")
-    hosts = {name: await _start(name, pg_url, tmp_path, JOBS_PER_START) for name in ("a", "b")}
+    arrived = asyncio.Condition()  # every host's reports notify it
+    hosts = {name: await _start(name, pg_url, tmp_path, JOBS_PER_START, arrived) for name in ("a", "b")}
+    steps_seen: list[str] = []  # the host of every step started, in order, across restarts
+
+    def count_steps() -> int:
+        for host in hosts.values():
+            fresh = [r for r in host.reports if r.get("event") == "step" and not r.get("counted")]
+            for report in fresh:
+                report["counted"] = True
+                steps_seen.append(host.name)
+        return len(steps_seen)
+
     conn = await asyncpg.connect(pg_url)
     kills = 0
     try:
@@ -63,18 +76,20 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
             for _ in range(KILLS):
                 # Kill a few steps later, mostly the host that ran the latest step: it is busy,
                 # so the kill lands in the middle of a run (and often of a step).
-                seen = lines(tmp_path / "invocations.jsonl")
-                wait_for = len(seen) + chooser.randint(1, 4)
+                wait_for = count_steps() + chooser.randint(1, 4)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(3):
-                        while len(seen := lines(tmp_path / "invocations.jsonl")) < wait_for:
-                            await asyncio.sleep(0.02)
-                busy = seen[-1]["host"] if seen else "a"
+                    async with asyncio.timeout(3), arrived:
+                        await arrived.wait_for(lambda wanted=wait_for: count_steps() >= wanted)
+                busy = steps_seen[-1] if steps_seen else "a"
                 victim = busy if chooser.random() < 0.75 else chooser.choice(sorted(hosts))
+                count_steps()  # what the victim reported is counted before it goes
                 await hosts[victim].kill()
                 kills += 1
-                hosts[victim] = await _start(victim, pg_url, tmp_path, chooser.randint(1, JOBS_PER_START))
-            while True:  # no more kills: the survivors finish every run, the orphans included
+                jobs = chooser.randint(1, JOBS_PER_START)
+                hosts[victim] = await _start(victim, pg_url, tmp_path, jobs, arrived)
+            for host in hosts.values():  # no more kills, and no more runs once these are sent
+                await host.report("jobs_sent")
+            while True:  # the survivors finish every run, the orphans included
                 done, total = await _completed_runs(conn)
                 if done == total:
                     break
