@@ -104,10 +104,8 @@ class Bridge:
         run_lease: float = 30.0,
         recover: bool = False,
     ) -> None:
-        if not isinstance(recover, bool):
-            raise TypeError("recover must be True or False")
         self._journal: Journal = open_journal(journal, durability=durability)
-        self._recover = recover
+        self._recover = bool(recover)
         self._launcher = _launcher(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
@@ -116,9 +114,7 @@ class Bridge:
         self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
-        self._triggers = Triggers(
-            self._functions, self.run, journal=self._journal, runs=self._runs, background=self._background
-        )
+        self._triggers = Triggers(self._functions, self.run, self._runs, self._background)
         self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
@@ -150,6 +146,11 @@ class Bridge:
             ToolbridgeError: when the bridge is already serving.
         """
         self._endpoint.move(socket=socket, listen=listen)
+        return self
+
+    def enable_recovery(self) -> Bridge:
+        """Resume orphaned function runs, as ``recover=True`` does; returns the bridge."""
+        self._recover = True
         return self
 
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -69,6 +70,9 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
                 steps_seen.append(host.name)
         return len(steps_seen)
 
+    def enough_steps(wanted: int) -> bool:
+        return count_steps() >= wanted
+
     conn = await asyncpg.connect(pg_url)
     kills = 0
     try:
@@ -79,7 +83,7 @@ async def test_random_kills_across_two_daemons_lose_nothing_and_repeat_nothing(
                 wait_for = count_steps() + chooser.randint(1, 4)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(3), arrived:
-                        await arrived.wait_for(lambda wanted=wait_for: count_steps() >= wanted)
+                        await arrived.wait_for(functools.partial(enough_steps, wait_for))
                 busy = steps_seen[-1] if steps_seen else "a"
                 victim = busy if chooser.random() < 0.75 else chooser.choice(sorted(hosts))
                 count_steps()  # what the victim reported is counted before it goes

@@ -7,6 +7,7 @@ import asyncio
 import datetime
 import json
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from toolbridge._cli.target import CLIError
-from toolbridge._journal.base import open_journal
+from toolbridge._cli.target import CLIError, add_journal_option, journal_location
+from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 
@@ -39,40 +40,56 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--journal", type=Path, default=Path("toolbridge.db"), help="the journal file (default toolbridge.db)"
-    )
+    add_journal_option(parser, fallback="toolbridge.db")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _read(path: Path, run_id: str | None, limit: int) -> tuple[list[RunSummary], list[StepRecord]]:
-    if not path.exists():
-        raise CLIError(f"no journal at {path} (pass --journal PATH)")
-    return asyncio.run(_read_journal(path, run_id, limit))
+def _read(
+    args: argparse.Namespace, run_id: str | None, limit: int
+) -> tuple[list[RunSummary], list[StepRecord]]:
+    location = journal_location(args, fallback="toolbridge.db")
+    assert location is not None
+    if "://" not in location and not Path(location).exists():
+        raise CLIError(f"no journal at {location} (pass --journal PATH or a postgresql:// URL)")
+    try:
+        journal = open_journal(location)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    return asyncio.run(_read_journal(journal, run_id, limit))
 
 
 async def _read_journal(
-    path: Path, run_id: str | None, limit: int
+    journal: Journal, run_id: str | None, limit: int
 ) -> tuple[list[RunSummary], list[StepRecord]]:
-    journal = open_journal(path)
     await journal.open()
     try:
         if run_id is None:
             return await journal.list_runs(limit), []
         run = await journal.get_run(run_id)
         if run is None:
-            raise CLIError(f"no run {run_id!r} in {path}")
+            raise CLIError(f"no run {run_id!r} in this journal")
         return [run], await journal.load_steps(run_id)
     finally:
         await journal.close()
 
 
+def _holder(run: RunSummary) -> tuple[str, str]:
+    """Who holds the run and until when, as ``toolbridge runs`` shows them."""
+    if run.owner is None:
+        return "", ""
+    if run.lease_expires_at is None:
+        return run.owner, "released"
+    if run.lease_expires_at <= time.time():
+        return run.owner, f"expired {_time(run.lease_expires_at)}"
+    return run.owner, f"until {_time(run.lease_expires_at)}"
+
+
 def _runs(args: argparse.Namespace) -> int:
-    runs, _ = _read(args.journal, None, args.limit)
+    runs, _ = _read(args, None, args.limit)
     if args.json:
         print(json.dumps([run_to_dict(run) for run in runs], indent=2))
         return 0
-    table = Table("run", "status", "started", "duration", "steps", "entries", box=None)
+    table = Table("run", "status", "started", "duration", "steps", "entries", "owner", "lease", box=None)
     for run in runs:
         table.add_row(
             run.run_id,
@@ -81,13 +98,14 @@ def _runs(args: argparse.Namespace) -> int:
             _duration(None if run.finished_at is None else run.finished_at - run.started_at),
             str(run.steps),
             str(run.entries),
+            *_holder(run),
         )
     _console().print(table)
     return 0
 
 
 def _trace(args: argparse.Namespace) -> int:
-    (run,), steps = _read(args.journal, args.run_id, 1)
+    (run,), steps = _read(args, args.run_id, 1)
     roots = build_tree(steps)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
@@ -100,6 +118,7 @@ def _trace(args: argparse.Namespace) -> int:
         (run.status, _STATUS_STYLE[run.status]),
         f"  {_duration(duration)}  {run.steps} steps  started {_time(run.started_at)}",
         f"  entered {run.entries}x" if run.entries > 1 else "",
+        "  owner {} ({})".format(*_holder(run)) if run.owner else "",
     )
     tree = Tree(label)
     for node in roots:

@@ -59,6 +59,11 @@ class Runs:
         self._renewals: dict[str, asyncio.Task[None]] = {}
 
     @property
+    def journal(self) -> Journal:
+        """Where the runs are recorded."""
+        return self._journal
+
+    @property
     def lease(self) -> float:
         """Seconds the bridge's hold on an open run lasts without renewal."""
         return self._lease

@@ -25,7 +25,6 @@ from typing import Any
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import Steps
 from toolbridge._errors import JournalError, RunBusyError
-from toolbridge._journal.base import Journal
 from toolbridge._tools.events import Event
 from toolbridge._tools.functions import DurableFunction
 
@@ -42,8 +41,7 @@ class Triggers:
     Args:
         functions: The bridge's durable functions, by id (read when an event arrives).
         enter: Enters a run (``bridge.run``).
-        journal: The bridge's journal.
-        runs: The bridge's open runs (never orphans) and their lease.
+        runs: The bridge's open runs (never orphans), their journal and their lease.
         background: Where started runs go; the bridge cancels them when it closes.
     """
 
@@ -51,14 +49,12 @@ class Triggers:
         self,
         functions: Mapping[str, DurableFunction],
         enter: EnterRun,
-        *,
-        journal: Journal,
         runs: Runs,
         background: set[asyncio.Future[Any]],
     ) -> None:
         self._functions = functions
         self._enter = enter
-        self._journal = journal
+        self._journal = runs.journal
         self._runs = runs
         self._background = background
         self._resuming: set[str] = set()

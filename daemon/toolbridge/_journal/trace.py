@@ -67,4 +67,7 @@ def run_to_dict(run: RunSummary) -> dict[str, Any]:
         "entries": run.entries,
         "steps": run.steps,
         "error": run.error,
+        "owner": run.owner,
+        "lease_expires_at": run.lease_expires_at,
+        "fence": run.fence,
     }
