@@ -119,7 +119,7 @@ async def test_serve_recover_resumes_a_function_run_whose_daemon_died(pg_url: st
     try:
         assert serve.stdout is not None
         async with asyncio.timeout(WAIT):
-            lines = []
+            lines: list[str] = []
             while not any(line.startswith("job done") for line in lines):
                 line = (await serve.stdout.readline()).decode()
                 assert line, f"serve ended: {(await serve.communicate())[1].decode()}"
