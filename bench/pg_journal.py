@@ -3,8 +3,9 @@
 1. One durable tool call from a sandbox (``clients/python_client.py`` in a sandboxed command,
    calling ``echo``; every call validated, journaled and answered): p50 / p99 latency of
    sequential calls and calls per second with 32 concurrent callers, with the journal in a
-   SQLite file (``durability="normal"``) and in PostgreSQL (a local throwaway cluster with
-   fsync and synchronous commit on).
+   SQLite file and in PostgreSQL (a local throwaway cluster, fsync on), at both durability
+   levels: ``"normal"`` survives a killed daemon (SQLite ``synchronous=NORMAL``, PostgreSQL
+   ``synchronous_commit=off``), ``"full"`` a power loss too (an fsync per commit).
 2. A fleet: 1, 2 and 4 daemon processes (``pg_fleet_host.py``) sharing one journal, each
    serving its own run's command with 32 concurrent callers, all started at once: calls per
    second of the whole fleet, on one PostgreSQL database and on one SQLite file.
@@ -32,6 +33,7 @@ from typing import Any
 from call_latency import CLIENTS, _figures
 
 from toolbridge import Bridge, ToolOptions
+from toolbridge._journal.base import Durability
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.pg_cluster import Cluster, running_cluster
@@ -39,9 +41,14 @@ from tests.pg_cluster import Cluster, running_cluster
 HERE = Path(__file__).resolve().parent
 UNLIMITED = ToolOptions(max_calls=10_000_000)
 CALLERS = 32
+# Each durability level, and what it means for each journal.
+DURABILITIES: dict[Durability, dict[str, str]] = {
+    "normal": {"SQLite": "WAL, synchronous=NORMAL", "PostgreSQL": "synchronous_commit=off"},
+    "full": {"SQLite": "WAL, synchronous=FULL", "PostgreSQL": "synchronous_commit=on"},
+}
 
 
-async def one_call(journal: str, calls: int) -> dict[str, float]:
+async def one_call(journal: str, calls: int, durability: Durability) -> dict[str, float]:
     argv = [
         "python3",
         str(CLIENTS / "python_client.py"),
@@ -49,7 +56,7 @@ async def one_call(journal: str, calls: int) -> dict[str, float]:
         str(max(1, calls // CALLERS)),
         str(CALLERS),
     ]
-    async with Bridge(journal=journal) as bridge, bridge.run("one-call") as step:
+    async with Bridge(journal=journal, durability=durability) as bridge, bridge.run("one-call") as step:
         result = await step.sandbox.commands.run(
             "agent", argv, tools={"echo": lambda value: value}, tool_options=UNLIMITED, timeout=600
         )
@@ -91,9 +98,13 @@ async def fleet(journal: str, daemons: int, calls: int) -> float:
 
 async def one_round(cluster: Cluster, work: Path, args: argparse.Namespace) -> dict[str, float]:
     figures: dict[str, float] = {}
-    for label, journal in (("SQLite", str(work / "one.db")), ("PostgreSQL", cluster.create_database())):
-        for key, value in (await one_call(journal, args.calls)).items():
-            figures[f"{label} {key}"] = value
+    for durability in DURABILITIES:
+        for label, journal in (
+            ("SQLite", str(work / f"one-{durability}.db")),
+            ("PostgreSQL", cluster.create_database()),
+        ):
+            for key, value in (await one_call(journal, args.calls, durability)).items():
+                figures[f"{label} {durability} {key}"] = value
     for daemons in (1, 2, 4):
         figures[f"fleet PostgreSQL {daemons}"] = await fleet(
             cluster.create_database(), daemons, args.fleet_calls
@@ -120,17 +131,19 @@ async def main() -> None:
         return statistics.median(r[key] for r in rounds)
 
     print(f"the journal on PostgreSQL beside SQLite: medians of {args.rounds} rounds")
-    print(f"{'one durable tool call':<30}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}")
-    for label in ("SQLite", "PostgreSQL"):
-        print(
-            f"{label:<30}{median(f'{label} p50_ms'):>10.3f}{median(f'{label} p99_ms'):>10.3f}"
-            f"{median(f'{label} calls_per_s'):>10.0f}"
-        )
+    print(f"{'one durable tool call':<52}{'p50 ms':>10}{'p99 ms':>10}{'calls/s':>10}")
+    for durability in DURABILITIES:
+        for label in ("SQLite", "PostgreSQL"):
+            key = f"{label} {durability}"
+            print(
+                f"{key + ' (' + DURABILITIES[durability][label] + ')':<52}{median(f'{key} p50_ms'):>10.3f}"
+                f"{median(f'{key} p99_ms'):>10.3f}{median(f'{key} calls_per_s'):>10.0f}"
+            )
     print()
-    print(f"{'fleet calls/s (one journal)':<30}{'1 daemon':>10}{'2':>10}{'4':>10}")
+    print(f"{'fleet calls/s (one journal, normal)':<52}{'1 daemon':>10}{'2':>10}{'4':>10}")
     for label in ("SQLite", "PostgreSQL"):
         row = "".join(f"{median(f'fleet {label} {n}'):>10.0f}" for n in (1, 2, 4))
-        print(f"{label:<30}{row}")
+        print(f"{label:<52}{row}")
 
 
 if __name__ == "__main__":

@@ -170,7 +170,7 @@ def open_journal(
     if text.startswith(("postgresql://", "postgres://")):
         from toolbridge._journal.postgres import PostgresJournal
 
-        return PostgresJournal(text, owner=owner)
+        return PostgresJournal(text, durability=durability, owner=owner)
     if "://" in text:
         raise ValueError(
             f"unknown journal location {text.split('@')[-1]!r}: pass the path of a SQLite file "

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -38,16 +37,16 @@ from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
+from toolbridge._journal.base import Durability
 from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.postgres_events import CHANNEL, Notices, notice
 from toolbridge._journal.postgres_schema import migrate
 from toolbridge._journal.postgres_sql import (
-    CHANNEL,
     COUNT_CALL,
     END_RUN,
     ENTER_RUN,
     FENCES,
     INSERT_TOKEN,
-    NOTIFY_LIMIT,
     NOW,
     RECORD_EVENT,
     RELEASE_ALL,
@@ -64,9 +63,6 @@ from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["PostgresJournal"]
 
-log = logging.getLogger("toolbridge")
-
-EventListener = Callable[[dict[str, Any]], None]
 Conn = asyncpg.Connection | PoolConnectionProxy
 
 
@@ -76,13 +72,23 @@ class PostgresJournal:
     Args:
         url: ``postgresql://user:pass@host:5432/db`` (or ``postgres://``); libpq's query
             parameters work too (``?host=/run/postgresql`` for a Unix socket).
+        durability: ``"normal"`` (``synchronous_commit=off``) survives the daemon being
+            killed at any point, as every committed write is in the server; a crash of the
+            database server or its host may lose the last commits (its WAL writer flushes
+            within a few hundred ms). ``"full"`` (``synchronous_commit=on``) survives those
+            too, at the cost of a WAL flush per commit.
         owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
         pool_size: Connections kept for reads and commits (plus one for ``LISTEN``).
     """
 
-    def __init__(self, url: str, *, owner: str | None = None, pool_size: int = 4) -> None:
+    def __init__(
+        self, url: str, *, durability: Durability = "normal", owner: str | None = None, pool_size: int = 4
+    ) -> None:
         if not url.startswith(("postgresql://", "postgres://")):
             raise ValueError(f"not a PostgreSQL URL: {redact(url)!r}")
+        if durability not in ("normal", "full"):
+            raise ValueError("durability must be 'normal' or 'full'")
+        self._settings = {"synchronous_commit": "on" if durability == "full" else "off"}
         self.location: str | None = url
         self.owner = owner or new_owner()
         self._url = url
@@ -91,8 +97,7 @@ class PostgresJournal:
         self._listen: asyncpg.Connection | None = None
         self._commits: GroupCommit | None = None
         self._held: dict[str, int] = {}  # run id -> the fence this journal took (see SQLite's)
-        self._listeners: list[EventListener] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._notices = Notices(self.owner, self.get_event)
 
     @property
     def where(self) -> str:
@@ -100,14 +105,19 @@ class PostgresJournal:
 
     async def open(self) -> None:
         try:
-            self._pool = await asyncpg.create_pool(self._url, min_size=1, max_size=self._pool_size)
+            self._pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._pool_size, server_settings=self._settings
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
         try:
             async with self._pool.acquire() as conn:
                 await migrate(conn, self.where)
             self._listen = await asyncpg.connect(self._url)
-            await self._listen.add_listener(CHANNEL, self._notified)
+            await self._listen.add_listener(CHANNEL, self._notices.heard)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            await self._close_connections()
+            raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
         except BaseException:
             await self._close_connections()
             raise
@@ -127,9 +137,7 @@ class PostgresJournal:
             await self._close_connections()
 
     async def _close_connections(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._notices.close()
         listen, self._listen = self._listen, None
         if listen is not None:
             with contextlib.suppress(Exception):
@@ -219,35 +227,9 @@ class PostgresJournal:
         )
         return r.event_from_row(tuple(found[0])) if found else None
 
-    def watch_events(self, listener: EventListener) -> None:
+    def watch_events(self, listener: Callable[[dict[str, Any]], None]) -> None:
         """Call ``listener`` with every event another daemon records, as it commits."""
-        self._listeners.append(listener)
-
-    def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
-        try:
-            note = json.loads(str(payload))
-        except ValueError:
-            return
-        if note.get("owner") == self.owner:  # our own: the bus delivered it already
-            return
-        if "event" in note:
-            self._deliver(note["event"])
-            return
-        task = asyncio.get_running_loop().create_task(self._fetch_and_deliver(str(note.get("id"))))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _fetch_and_deliver(self, event_id: str) -> None:
-        event = await self.get_event(event_id)
-        if event is not None:
-            self._deliver(event)
-
-    def _deliver(self, event: dict[str, Any]) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception:  # one broken listener must not starve the others
-                log.exception("event listener failed")
+        self._notices.watch(listener)
 
     # -- sidecar tokens --------------------------------------------------------------------
 
@@ -365,13 +347,8 @@ class PostgresJournal:
     async def _events(self, conn: Conn, writes: list[Pending]) -> None:
         await conn.executemany(RECORD_EVENT, [pending.params for pending in writes])
         for pending in writes:
-            event_id, name, data, ts = pending.params
-            note: dict[str, Any] = {"owner": self.owner, "id": event_id}
-            if len(data) + len(name) < NOTIFY_LIMIT:
-                note["event"] = {"id": event_id, "name": name, "data": json.loads(data), "ts": ts / 1000}
-            # Sent when the transaction commits, and only then: a listener never sees an
-            # event that could still roll back.
-            await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, json.dumps(note))
+            # Sent when the transaction commits, and only then (see postgres_events).
+            await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, notice(self.owner, *pending.params))
 
     async def _simple(self, sql: str, conn: Conn, writes: list[Pending]) -> None:
         await conn.executemany(sql, [pending.params for pending in writes])

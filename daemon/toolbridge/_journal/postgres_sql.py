@@ -10,8 +10,6 @@ import urllib.parse
 
 from toolbridge._journal import rows as r
 
-CHANNEL = "toolbridge_events"
-NOTIFY_LIMIT = 7000  # NOTIFY payloads stop at 8000 bytes; bigger events are fetched by id
 NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 RETRIES = 3  # a batch that deadlocks with another daemon's is run again, whole
 
