@@ -17,7 +17,7 @@ export TOOLBRIDGE_REQUIRE_BWRAP
 TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
 export TOOLBRIDGE_REQUIRE_POSTGRES
 
-.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps
+.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps dist
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,15 @@ bench: $(VENV)/.installed $(NODE_DEPS)
 	$(PY) bench/durability.py
 	$(PY) bench/sandbox_startup.py
 	$(PY) bench/validation.py
+	$(PY) bench/first_command.py
+
+# What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
+# toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.
+dist: $(VENV)/.installed $(NODE_DEPS)
+	rm -rf dist && mkdir dist
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m build --no-isolation --outdir dist clients/python
+	cd $(NODE_CLIENT) && npm pack --silent --pack-destination ../../dist
 
 clean:
-	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules
+	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules dist

@@ -42,8 +42,8 @@ def no_leaked_journal(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    # aiosqlite's connection threads are not daemons: one left open would hang the run at exit
-    # (and CI with it) after every test passed. Say who opened it and end the run instead.
+    # The journal makes aiosqlite's connection threads daemons, so one left open no longer
+    # hangs the run at exit; it is still a leak (and a lease held): say who opened it.
     alive = [t for t in threading.enumerate() if "_connection_worker_thread" in t.name and t.is_alive()]
     if alive:
         print(f"\n{len(alive)} aiosqlite connection(s) left open, by: {sorted(set(_open_journals.values()))}")

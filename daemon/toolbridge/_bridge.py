@@ -25,6 +25,7 @@ from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
+from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -64,10 +65,9 @@ class Bridge:
     leaving stops the server and closes the journal.
 
     Args:
-        journal: Where runs are recorded: a SQLite file (created if missing), a PostgreSQL
-            database (``postgresql://user:pass@host:5432/db`` or ``postgres://...``; many
-            daemons on many hosts may share one), or ``None`` to record nothing (no replay,
-            no trace). When omitted, the ``TOOLBRIDGE_JOURNAL`` environment variable says.
+        journal: A SQLite file (created if missing), a ``postgresql://user:pass@host/db``
+            URL (daemons on many hosts may share one), or ``None`` to record nothing (no
+            replay, no trace); when omitted, ``TOOLBRIDGE_JOURNAL``.
         sandbox: ``"process"`` (plain child processes; no isolation) or ``"bwrap"``
             (bubblewrap: no network, read-only system, private /tmp).
         socket: The Unix socket to serve on; by default one in a fresh private (0700)
@@ -77,11 +77,12 @@ class Bridge:
         durability: ``"normal"`` survives a killed daemon; ``"full"`` a power loss too.
         tools: Tools registered on the bridge, for use outside a single command (the
             ``toolbridge`` CLI, sidecar mode). More can be added with :meth:`tool`.
+        max_request_bytes: The largest call the transport reads (``RESOURCE_EXHAUSTED`` above
+            it): at least the largest ``ToolOptions.max_request_bytes`` in use.
         run_lease: Seconds a run entered by this bridge stays its own without renewal. The
             bridge renews it while the run is open; another bridge entering the run meanwhile
             gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
-        recover: Resume the runs of this bridge's durable functions whose daemon died (their
-            lease expired): when the bridge opens, and every half lease while it serves.
+        recover: Resume its durable functions' runs whose daemon died (lease expired).
 
     Example::
 
@@ -101,11 +102,12 @@ class Bridge:
         listen: str | None = None,
         durability: Durability = "normal",
         tools: Mapping[str, object] | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         run_lease: float = 30.0,
         recover: bool = False,
     ) -> None:
+        self._max_request_bytes = max_request_bytes
         self._journal: Journal = open_journal(journal, durability=durability)
-        self._recover = bool(recover)
         self._launcher = _launcher(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
@@ -114,7 +116,7 @@ class Bridge:
         self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
-        self._triggers = Triggers(self._functions, self.run, self._runs, self._background)
+        self._triggers = Triggers(self._functions, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
         self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
@@ -150,7 +152,7 @@ class Bridge:
 
     def enable_recovery(self) -> Bridge:
         """Resume orphaned function runs, as ``recover=True`` does; returns the bridge."""
-        self._recover = True
+        self._triggers.recovering = True
         return self
 
     @property
@@ -229,12 +231,11 @@ class Bridge:
         except BaseException:
             await self._journal.close()
             raise
-        if self._recover:
-            self._triggers.recover()
+        self._triggers.opened()
         return self
 
     async def _serve(self) -> None:
-        address = await self._endpoint.start(self._authenticate)
+        address = await self._endpoint.start(self._authenticate, max_request_bytes=self._max_request_bytes)
         self._services = Services(
             journal=self._journal,
             launcher=self._launcher,

@@ -201,7 +201,14 @@ class RunLeaseLostError(JournalError):
         self.owner = owner
 
 
-StatusCode = Literal["NOT_FOUND", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE"]
+StatusCode = Literal[
+    "NOT_FOUND",
+    "INVALID_ARGUMENT",
+    "RESOURCE_EXHAUSTED",
+    "UNAUTHENTICATED",
+    "UNAVAILABLE",
+    "FAILED_PRECONDITION",
+]
 
 
 class ProtocolError(Exception):

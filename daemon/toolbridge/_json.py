@@ -1,21 +1,28 @@
 """Strict JSON in, canonical JSON out.
 
 Everything that crosses the sandbox boundary is JSON bytes. Python's ``json`` module accepts
-``NaN``, ``Infinity`` and duplicate keys (the last one silently wins), and recurses without a
-bound; none of that is acceptable from untrusted code, so every read goes through
-:func:`loads_strict`.
+``NaN``, ``Infinity`` and duplicate keys (the last one silently wins), turns ``1e999`` into
+infinity, parses ``"\ud800"`` into a string that cannot be encoded again, raises a bare
+``ValueError`` on an integer of more than 4,300 digits, and recurses without a bound; none of
+that is acceptable from untrusted code, so every read goes through :func:`loads_strict`, and
+each refusal is a :class:`JSONFormatError` whose message names the problem.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from pydantic_core import to_jsonable_python
 
 MAX_DEPTH = 64
 """How deeply arrays and objects may nest in a value received from a sandbox."""
+
+MAX_INTEGER_DIGITS = 4300
+"""The longest integer accepted, in digits: Python's own limit for turning text into an int
+(and back, as the journal must), so that a value we accept can always be written again."""
 
 
 class JSONFormatError(ValueError):
@@ -35,12 +42,48 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _check_depth(value: Any, max_depth: int) -> None:
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise JSONFormatError(
+            f"an integer of {digits} digits is too long; at most {MAX_INTEGER_DIGITS} digits "
+            "are accepted (send a larger number as a string)"
+        )
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise JSONFormatError(f"the number {shown} is out of range for a 64-bit float; send it as a string")
+    return value
+
+
+def _check_text(text: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise JSONFormatError(
+            f"a JSON string holds a lone surrogate \\u{code:04x}, which is not valid Unicode; "
+            "send well-formed text"
+        ) from None
+
+
+def _check_tree(value: Any, max_depth: int) -> None:
     # Iterative, so that hostile nesting cannot exhaust the interpreter's stack.
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str):
+            _check_text(item)
+            continue
         if isinstance(item, dict):
+            for key in item:
+                _check_text(key)
             children: Any = item.values()
         elif isinstance(item, list):
             children = item
@@ -52,7 +95,11 @@ def _check_depth(value: Any, max_depth: int) -> None:
 
 
 def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Parse JSON, refusing NaN/Infinity, duplicate keys and nesting deeper than ``max_depth``.
+    """Parse JSON, refusing what cannot be carried faithfully.
+
+    Refused: NaN/Infinity, numbers out of a float's range (``1e999``), integers longer than
+    :data:`MAX_INTEGER_DIGITS`, lone surrogates (``"\\ud800"``), duplicate keys, and nesting
+    deeper than ``max_depth``.
 
     Raises:
         JSONFormatError: with a message that names the problem.
@@ -61,6 +108,8 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         value = json.loads(
             data,
             parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
             object_pairs_hook=_reject_duplicates,
         )
     except JSONFormatError:
@@ -69,7 +118,7 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise JSONFormatError(f"JSON nests deeper than {max_depth} levels") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise JSONFormatError(f"not valid JSON: {exc}") from None
-    _check_depth(value, max_depth)
+    _check_tree(value, max_depth)
     return value
 
 

@@ -18,13 +18,18 @@ from toolbridge._sandbox.runtime.node import (
 )
 
 CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
+DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
 
 
 def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
     """A minimal client directory: the package, and stand-ins for its dependencies."""
     client = root / "client"
     (client / "lib").mkdir(parents=True)
-    manifest = {"name": "inngest_tools", "files": ["index.js", "register.js", "lib/"]}
+    manifest = {
+        "name": "inngest_tools",
+        "files": ["index.js", "register.js", "lib/"],
+        "dependencies": dict.fromkeys(DEPENDENCIES, "*"),
+    }
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("module.exports = {};\n")
     (client / "register.js").write_text("// preload\n")
@@ -32,22 +37,29 @@ def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
     (client / "test").mkdir()
     (client / "test" / "a.test.js").write_text("// not published\n")
     if dependencies:
-        for name in ("@grpc/grpc-js", "@grpc/proto-loader", "typescript"):
-            (client / "node_modules" / name).mkdir(parents=True)
-            (client / "node_modules" / name / "package.json").write_text("{}")
-        (client / "node_modules" / ".package-lock.json").write_text('{"v": 1}')
+        for name in DEPENDENCIES:
+            _fake_package(client / "node_modules", name)
     return client
+
+
+def _fake_package(modules: Path, name: str, **dependencies: str) -> Path:
+    package = modules / name
+    package.mkdir(parents=True)
+    manifest = {"name": name, "version": "1.0.0", "dependencies": dependencies}
+    (package / "package.json").write_text(json.dumps(manifest))
+    (package / "index.js").write_text(f"// {name}\n")
+    return package
 
 
 def test_the_checkout_client_is_found_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
-    assert find_node_client() == CHECKOUT_CLIENT
+    assert find_node_client().directory == CHECKOUT_CLIENT
 
 
 def test_a_configured_client_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     client = _fake_client(tmp_path)
     monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
-    assert find_node_client() == client
+    assert find_node_client().directory == client
 
 
 def test_a_directory_that_is_not_the_client_is_refused(
@@ -64,7 +76,7 @@ def test_a_client_without_its_dependencies_says_to_run_npm_ci(
 ) -> None:
     client = _fake_client(tmp_path, dependencies=False)
     monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
-    with pytest.raises(NodeClientMissingError, match=r"run `npm ci` in .*client"):
+    with pytest.raises(NodeClientMissingError, match=r"misses dependencies .*@grpc/grpc-js.*run `npm ci`"):
         find_node_client()
 
 
@@ -86,7 +98,8 @@ def test_the_node_path_holds_the_published_files_and_is_reused(
     changed, _ = build_node_path(cache)
     assert changed != node_path
     assert (changed / "inngest_tools" / "lib" / "client.js").read_text() == "// client, changed\n"
-    (client / "node_modules" / ".package-lock.json").write_text('{"v": 2}')
+    manifest = client / "node_modules" / "typescript" / "package.json"
+    manifest.write_text(manifest.read_text().replace("1.0.0", "1.0.1"))
     assert build_node_path(cache)[0] not in (node_path, changed)
 
 
@@ -142,3 +155,86 @@ def test_the_checkout_client_is_laid_out_with_a_typescript_code_cache(
     assert (package / "register.js").is_file()
     assert (package / ".cache" / "typescript.v8").stat().st_size > 0
     assert not (CHECKOUT_CLIENT / ".cache").exists()
+
+
+def _hoisted_project(root: Path) -> Path:
+    """A project after `npm install inngest_tools`: dependencies next to the client, one of
+    them with a nested copy of a package another version of which is hoisted."""
+    modules = root / "project" / "node_modules"
+    client = modules / "inngest_tools"
+    client.mkdir(parents=True)
+    manifest = {
+        "name": "inngest_tools",
+        "files": ["index.js"],
+        "dependencies": {"@grpc/grpc-js": "*", "b": "*"},
+    }
+    (client / "package.json").write_text(json.dumps(manifest))
+    (client / "index.js").write_text("// client\n")
+    _fake_package(modules, "@grpc/grpc-js", long="*")
+    _fake_package(modules, "long")
+    _fake_package(modules, "b", long="*")
+    nested = _fake_package(modules / "b" / "node_modules", "long")
+    (nested / "index.js").write_text("// long, the version b needs\n")
+    _fake_package(modules, "left-pad")  # the project's own, not the client's
+    return client
+
+
+def test_a_client_installed_by_npm_with_hoisted_dependencies_is_laid_out_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client = _hoisted_project(tmp_path)
+    monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
+    found = find_node_client()
+    assert sorted(str(place) for place in found.dependencies.values()) == [
+        "@grpc/grpc-js",
+        "b",
+        "b/node_modules/long",
+        "long",
+    ]
+    node_path, problem = build_node_path(tmp_path / "cache")
+    assert problem is None
+    modules = node_path / "inngest_tools" / "node_modules"
+    assert (modules / "@grpc" / "grpc-js" / "index.js").read_text() == "// @grpc/grpc-js\n"
+    assert (modules / "long" / "index.js").read_text() == "// long\n"
+    assert (
+        modules / "b" / "node_modules" / "long" / "index.js"
+    ).read_text() == "// long, the version b needs\n"
+    assert not (modules / "left-pad").exists()
+
+
+def test_a_hoisted_client_missing_a_dependency_says_which(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client = _hoisted_project(tmp_path)
+    shutil.rmtree(client.parent / "long")
+    monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
+    with pytest.raises(NodeClientMissingError, match=r"long \(of @grpc/grpc-js\)"):
+        find_node_client()
+
+
+def test_two_versions_that_would_share_a_place_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client = _hoisted_project(tmp_path)
+    # A `long` of the client's own, while the hoisted `c` it needs resolves the hoisted `long`:
+    # both would be node_modules/long in the sandbox's copy.
+    _fake_package(client / "node_modules", "long")
+    (client / "package.json").write_text(
+        json.dumps({"name": "inngest_tools", "dependencies": {"long": "*", "c": "*"}})
+    )
+    _fake_package(client.parent, "c", long="*")
+    (client.parent / "c" / "node_modules").mkdir()  # c resolves long from the hoisted level
+    monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
+    with pytest.raises(NodeClientMissingError, match="would both be long"):
+        find_node_client()
+
+
+def test_the_wheel_s_client_comes_before_the_checkout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
+    packaged = _fake_client(tmp_path)
+    monkeypatch.setattr("toolbridge._sandbox.runtime.node.PACKAGED_CLIENT", packaged)
+    assert find_node_client().directory == packaged
+    monkeypatch.setattr("toolbridge._sandbox.runtime.node.PACKAGED_CLIENT", tmp_path / "absent")
+    assert find_node_client().directory == CHECKOUT_CLIENT

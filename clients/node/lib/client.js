@@ -29,6 +29,12 @@ function currentConnection() {
 
 /** Call the tool `name` with positional arguments; `tools.name(...)` is the same call. */
 async function call(name, ...args) {
+  // The proto codec would send U+FFFD in place of a lone surrogate: a name not asked for.
+  if (/\p{Cs}/u.test(name)) {
+    throw new ToolError(`the tool name ${JSON.stringify(name)} is not valid Unicode (it holds a lone surrogate)`, {
+      type: "InvalidArgument",
+    });
+  }
   const [positional, named] = encodeArguments(args);
   const answer = await currentConnection().call(name, positional, named);
   return decodeStreamAnswer(answer);

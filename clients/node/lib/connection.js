@@ -88,7 +88,11 @@ class Connection {
     this._cancelIdleClose();
     const stream = this._stream;
     this._stream = null;
-    if (stream !== null) this._fail(stream, closedError());
+    if (stream !== null) {
+      this._fail(stream, closedError());
+      // The channel's close leaves open calls open, and an open stream keeps the process alive.
+      stream.duplex.cancel();
+    }
     this._client.close();
   }
 

@@ -167,3 +167,24 @@ test("a script exits by itself once its last call is answered", async () => {
   assert.equal(code, 0);
   assert.equal(stdout, '["cus_1"]\n');
 });
+
+test("a lone surrogate is sent escaped, its refusal comes back, and the stream serves on", async () => {
+  connectTo(daemon.address);
+  assert.deepEqual(await client.tools.strict("before"), ["before"]);
+  const opened = daemon.streamsOpened;
+  // JSON.stringify escapes it (well-formed JSON.stringify): the daemon sees it and names it,
+  // instead of a U+FFFD the encoder would have put in its place.
+  await rejectsWith(client.tools.strict("a\ud800b"), { type: "InvalidArgument", message: /lone surrogate/ });
+  assert.equal(daemon.lastRawArguments, '["a\\ud800b"]');
+  assert.deepEqual(await client.tools.strict("\ud83d\ude00"), ["\ud83d\ude00"]); // a pair is fine
+  assert.deepEqual(await client.tools.strict("after"), ["after"]);
+  assert.equal(daemon.streamsOpened, opened);
+});
+
+test("a tool name with a lone surrogate fails with InvalidArgument and nothing is sent", async () => {
+  connectTo(daemon.address);
+  const sent = daemon.requests.length;
+  await rejectsWith(client.tools["ec\ud800ho"](), { type: "InvalidArgument", message: /not valid Unicode/ });
+  assert.equal(daemon.requests.length, sent);
+  assert.deepEqual(await client.tools.echo("\ud83d\ude00"), ["\ud83d\ude00"]);
+});

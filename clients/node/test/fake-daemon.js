@@ -92,6 +92,19 @@ class FakeDaemon extends EventEmitter {
           response: { error: { type: "Boom", message: "it failed", retryable: true, error_id: "err_1" } },
         });
         break;
+      case "strict": {
+        // As the real daemon does: a lone surrogate, which JSON.stringify sends escaped, is
+        // refused under the call's id, and the stream goes on.
+        const raw = Buffer.from(call.positional_arguments_json).toString("latin1");
+        this.lastRawArguments = raw;
+        if (/\\ud[89a-f][0-9a-f]{2}/i.test(raw) && !/\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}/i.test(raw)) {
+          const message = "arguments: a JSON string holds a lone surrogate, which is not valid Unicode";
+          stream.write({ call_id: callId, status: { code: grpc.status.INVALID_ARGUMENT, message } });
+        } else {
+          stream.write(result(callId, args));
+        }
+        break;
+      }
       case "breakStream":
         stream.emit("error", { code: grpc.status.UNAVAILABLE, details: "the daemon went away" });
         break;

@@ -59,9 +59,15 @@ def encode_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[byt
 
     def encode(value: Any) -> bytes:
         try:
-            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise ToolError(f"arguments must be JSON values: {exc}", type="InvalidArgument") from None
+        try:
+            return text.encode()
+        except UnicodeEncodeError:
+            # A lone surrogate: sent escaped, as JSON.stringify does in the Node client, so
+            # that the daemon refuses it the same way for both (INVALID_ARGUMENT).
+            return json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
 
     return (encode(list(args)) if args else b"", encode(kwargs) if kwargs else b"")
 
@@ -148,9 +154,15 @@ class _Connection:
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
+        try:
+            request = stream_request(call_id, name, positional, named)
+        except UnicodeEncodeError:
+            raise ToolError(
+                f"the tool name {name!r} is not valid Unicode (it holds a lone surrogate)",
+                type="InvalidArgument",
+            ) from None
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
-        request = stream_request(call_id, name, positional, named)
         stream: Any = None
         try:
             async with self._write_lock:

@@ -15,7 +15,8 @@ from typing import Any
 from toolbridge._calls.hooks import finish_hook, start_hook
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
-from toolbridge._durable.attempts import new_error_id, run_attempts, unexpected
+from toolbridge._durable.attempts import run_attempts
+from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
 from toolbridge._journal.base import Journal
 from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
@@ -214,19 +215,11 @@ def _result_json(
     """Validate and serialize a result, or say why it cannot be sent."""
     try:
         text = dumps(tool.result_to_jsonable(value))
-    except SchemaValidationError as exc:
-        error_id = new_error_id()
-        rec.attempt_log[-1]["output_error"] = {"detail": str(exc), "error_id": error_id}
-        return ToolError(
-            f"tool {tool_name!r} returned a result that does not match its output schema "
-            f"(error id {error_id})",
-            type="OutputValidationError",
-            error_id=error_id,
-        )
     except Exception as exc:
-        error_id = new_error_id()
-        rec.attempt_log[-1]["output_error"] = {"detail": f"{type(exc).__name__}: {exc}", "error_id": error_id}
-        return unexpected(f"tool {tool_name!r}", error_id)
+        kind: Kind = "OutputValidationError" if isinstance(exc, SchemaValidationError) else "InternalError"
+        caught = catch(exc, what=f"tool {tool_name!r}", kind=kind)
+        rec.attempt_log[-1]["output_error"] = caught.entry
+        return caught.error
     size = len(text.encode())
     if size > options.max_reply_bytes:
         return ToolError(
@@ -252,6 +245,14 @@ async def _finish(
     else:
         assert result is not None
         rec.complete(result)
-    await scope.run.journal.write(rec)
+    try:
+        await scope.run.journal.write(rec)
+    except JournalError:
+        # The outcome is not on disk, so it must not be in memory either: a replay while the
+        # run is live then does what it does after a crash (runs the call again, with the
+        # same idempotency key, or refuses an at-most-once tool), and no reply runs ahead of
+        # the journal. The server answers UNAVAILABLE.
+        rec.status, rec.output_json, rec.error, rec.finished_at = "running", None, None, None
+        raise
     _failpoints.hit("after_result_recorded")
     return _outcome(rec, replayed=False)

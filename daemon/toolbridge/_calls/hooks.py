@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import copy
 import json
-import traceback
 from typing import Any
 
-from toolbridge._durable.attempts import new_error_id, unexpected
+from toolbridge._durable.boundary import catch
 from toolbridge._errors import ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._records import StepRecord, now
@@ -27,15 +26,6 @@ from toolbridge._schema.schema import SchemaValidationError
 from toolbridge._tools.tool import BoundCall, Tool, call_hook
 
 __all__ = ["finish_hook", "start_hook"]
-
-
-def _unexpected_entry(exc: Exception, error_id: str) -> dict[str, Any]:
-    return {
-        "type": "InternalError",
-        "exception": f"{type(exc).__name__}: {exc}",
-        "traceback": "".join(traceback.format_exception(exc)),
-        "error_id": error_id,
-    }
 
 
 async def start_hook(tool: Tool, bound: BoundCall, rec: StepRecord) -> BoundCall:
@@ -63,11 +53,9 @@ async def start_hook(tool: Tool, bound: BoundCall, rec: StepRecord) -> BoundCall
         entry["error"] = error.to_dict()
         raise error from None
     except Exception as exc:
-        error_id = new_error_id()
-        entry["error"] = _unexpected_entry(exc, error_id)
-        raise ToolError(
-            f"the call was refused (error id {error_id})", type="Refused", error_id=error_id
-        ) from exc
+        caught = catch(exc, what=f"on_start of tool {rec.name!r}", kind="Refused")
+        entry["error"] = caught.entry
+        raise caught.error from exc
     finally:
         entry["finished_at"] = now()
     if unchanged:
@@ -95,9 +83,9 @@ async def finish_hook(tool: Tool, tool_name: str, value: Any, rec: StepRecord) -
         entry["error"] = exc.to_dict()
         raise
     except Exception as exc:
-        error_id = new_error_id()
-        entry["error"] = _unexpected_entry(exc, error_id)
-        raise unexpected(f"tool {tool_name!r}", error_id) from exc
+        caught = catch(exc, what=f"tool {tool_name!r}")
+        entry["error"] = caught.entry
+        raise caught.error from exc
     finally:
         entry["finished_at"] = now()
     if after != before:

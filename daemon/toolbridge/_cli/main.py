@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from toolbridge import ToolbridgeError
+from toolbridge._cli import doctor as _cli_doctor
 from toolbridge._cli import serve as _cli_serve
 from toolbridge._cli import tools as _cli_tools
 from toolbridge._cli import trace as _cli_trace
@@ -24,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve host tools to sandboxed code, and inspect the journal of their calls.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (_cli_trace, _cli_tools, _cli_serve):
+    for module in (_cli_trace, _cli_tools, _cli_serve, _cli_doctor):
         module.register(commands)
     return parser
 

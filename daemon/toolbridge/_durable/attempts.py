@@ -1,40 +1,22 @@
-"""The one error boundary where user code runs: attempts, timeouts, retries, error ids.
+"""Attempts, timeouts and retries of user code (a tool, a ``step.run`` body, a function).
 
-Whatever a tool (or a durable step's function) raises ends here. A :class:`ToolError` keeps
-its type and message; a timeout becomes ``ToolTimeout``; anything else is unexpected: its
-detail goes to the journal under a fresh error id, and callers see only a generic message
-that carries the id.
+Whatever the code raises ends here. A :class:`ToolError` keeps its type and message; a
+timeout becomes ``ToolTimeout``; anything else is unexpected and goes through
+:mod:`toolbridge._durable.boundary`, which keeps its detail in the journal under a fresh error
+id and gives callers only a generic message that carries the id.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import secrets
-import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from toolbridge._durable.boundary import catch
 from toolbridge._errors import ToolError
 from toolbridge._journal.base import Journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
-
-log = logging.getLogger("toolbridge")
-
-
-def new_error_id() -> str:
-    return "err_" + secrets.token_hex(8)
-
-
-def unexpected(kind: str, error_id: str) -> ToolError:
-    """The generic error the sandbox gets for an unexpected exception."""
-    return ToolError(
-        f"the {kind} failed unexpectedly; the host's journal has the detail under {error_id}",
-        type="InternalError",
-        retryable=False,
-        error_id=error_id,
-    )
 
 
 async def run_attempts(
@@ -77,15 +59,10 @@ async def run_attempts(
             )
             entry["error"] = failure.to_dict()
         except Exception as exc:
-            error_id = new_error_id()
-            failure = unexpected(what, error_id)
-            failure.retryable = True  # unexpected failures are worth another attempt
-            entry["error"] = {
-                **failure.to_dict(),
-                "exception": f"{type(exc).__name__}: {exc}",
-                "traceback": "".join(traceback.format_exception(exc)),
-            }
-            log.warning("%s %s failed (%s): %r", what, rec.key, error_id, exc)
+            # Unexpected failures are worth another attempt; the last one is final.
+            caught = catch(exc, what=what, retryable=True)
+            failure = caught.error
+            entry["error"] = caught.entry
         finally:
             entry["finished_at"] = now()
         if not failure.retryable or number >= attempts:

@@ -43,6 +43,7 @@ class Triggers:
         enter: Enters a run (``bridge.run``).
         runs: The bridge's open runs (never orphans), their journal and their lease.
         background: Where started runs go; the bridge cancels them when it closes.
+        recover: Resume orphaned runs once the bridge is open (``recover=True``).
     """
 
     def __init__(
@@ -51,7 +52,10 @@ class Triggers:
         enter: EnterRun,
         runs: Runs,
         background: set[asyncio.Future[Any]],
+        *,
+        recover: bool = False,
     ) -> None:
+        self.recovering = bool(recover)
         self._functions = functions
         self._enter = enter
         self._journal = runs.journal
@@ -81,8 +85,10 @@ class Triggers:
         except Exception:  # the run is journaled as failed; nobody awaits a triggered run
             log.exception("function %r failed on event %s", function.id, event.id)
 
-    def recover(self) -> None:
-        """Resume orphaned runs now and every half lease, until the bridge closes."""
+    def opened(self) -> None:
+        """The bridge is open: when recovering, resume orphans now and every half lease."""
+        if not self.recovering:
+            return
         task = asyncio.ensure_future(self._watch())
         self._background.add(task)
         task.add_done_callback(self._background.discard)

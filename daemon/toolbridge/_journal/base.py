@@ -12,13 +12,13 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from toolbridge._journal.null import NullJournal
+from toolbridge._journal.sqlite import Durability, SQLiteJournal
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["FROM_ENVIRONMENT", "Durability", "FromEnvironment", "Journal", "open_journal"]
-
-Durability = Literal["normal", "full"]
 
 
 class Journal(Protocol):
@@ -154,9 +154,6 @@ def open_journal(
     Raises:
         ValueError: for a location no implementation serves (another URL scheme).
     """
-    from toolbridge._journal.null import NullJournal
-    from toolbridge._journal.sqlite import SQLiteJournal
-
     if isinstance(location, FromEnvironment):
         location = os.environ.get("TOOLBRIDGE_JOURNAL") or None
         if location is None:

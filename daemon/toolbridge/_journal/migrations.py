@@ -12,6 +12,7 @@ once do not both migrate it, and a failed migration leaves the file as it was.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -141,6 +142,8 @@ LEGACY_VERSIONS = 3
 
 async def migrate(db: aiosqlite.Connection, path: Path) -> None:
     """Bring the file at ``path`` to the latest schema, adopting a ``user_version`` file."""
+    if await _up_to_date(db):
+        return  # the usual case: no write transaction, so readers (toolbridge trace) never wait
     # Rebuilding a table that others reference needs foreign keys off, and that pragma is
     # a no-op inside a transaction: set it around the transaction.
     await db.execute("PRAGMA foreign_keys=OFF")
@@ -162,8 +165,13 @@ async def migrate(db: aiosqlite.Connection, path: Path) -> None:
         for number, statements in enumerate(MIGRATIONS, start=1):
             if number in applied:
                 continue
-            for statement in statements:
-                await db.execute(statement)
+            try:
+                for statement in statements:
+                    await db.execute(statement)
+            except sqlite3.Error as exc:
+                raise JournalError(
+                    f"{path}: migration {number} failed, the file is left as it was: {exc}"
+                ) from exc
             await _record(db, {number})
         problems = list(await db.execute_fetchall("PRAGMA foreign_key_check"))
         if problems:
@@ -175,6 +183,16 @@ async def migrate(db: aiosqlite.Connection, path: Path) -> None:
         raise
     finally:
         await db.execute("PRAGMA foreign_keys=ON")
+
+
+async def _up_to_date(db: aiosqlite.Connection) -> bool:
+    table = await db.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    )
+    if not list(table):
+        return False
+    versions = {row[0] for row in await db.execute_fetchall("SELECT version FROM schema_migrations")}
+    return versions == set(range(1, len(MIGRATIONS) + 1))
 
 
 async def _record(db: aiosqlite.Connection, versions: set[int]) -> None:

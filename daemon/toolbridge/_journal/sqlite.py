@@ -25,70 +25,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import secrets
 import socket
+import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiosqlite
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
-from toolbridge._journal.base import Durability
+from toolbridge._journal import statements as stmt
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.migrations import migrate
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
-__all__ = ["SQLiteJournal", "new_owner"]
+__all__ = ["Durability", "SQLiteJournal", "new_owner"]
 
-_ROWS_PER_STATEMENT = 500  # 16 columns x 500 rows stays far below SQLite's 32766 parameters
+log = logging.getLogger("toolbridge")
 
-_UPSERT_STEPS = (
-    f"INSERT INTO steps ({r.STEP_COLUMNS}) VALUES",
-    f"({', '.join('?' * 16)})",
-    """ON CONFLICT (run_id, step_key) DO UPDATE SET
-        status = excluded.status, input_json = excluded.input_json,
-        output_json = excluded.output_json, error_json = excluded.error_json,
-        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-        finished_at = excluded.finished_at, stale = excluded.stale""",
-)
-# Taken when the run is new, already ours, released, or its holder's lease has expired. A new
-# holder increases the fence, which refuses the previous holder's late writes.
-_ENTER_RUN = """
-    INSERT INTO runs (run_id, status, started_at, updated_at, owner, lease_expires_at, fence)
-    VALUES (?, 'running', ?, ?, ?, ?, 1)
-    ON CONFLICT (run_id) DO UPDATE SET
-        status = 'running', updated_at = excluded.updated_at, finished_at = NULL, error = NULL,
-        entries = runs.entries + 1,
-        fence = CASE WHEN runs.owner IS excluded.owner THEN runs.fence ELSE runs.fence + 1 END,
-        owner = excluded.owner, lease_expires_at = excluded.lease_expires_at
-    WHERE runs.owner IS excluded.owner OR runs.lease_expires_at IS NULL
-        OR runs.lease_expires_at <= excluded.updated_at
-    RETURNING fence
-"""
-_RENEW_RUN = """UPDATE runs SET lease_expires_at = ?
-    WHERE run_id = ? AND owner = ? AND fence = ? AND lease_expires_at IS NOT NULL RETURNING 1"""
-_RELEASE_RUN = "UPDATE runs SET lease_expires_at = NULL WHERE run_id = ? AND owner = ? AND fence = ?"
-_RELEASE_ALL = "UPDATE runs SET lease_expires_at = NULL WHERE owner = ? AND lease_expires_at IS NOT NULL"
-_END_RUN = """UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, error = ?
-    WHERE run_id = ? AND fence = ? RETURNING 1"""
-_RECORD_EVENT = "INSERT INTO events (event_id, name, data_json, ts) VALUES (?, ?, ?, ?)"
-_INSERT_TOKEN = f"""INSERT INTO sidecar_tokens ({r.TOKEN_COLUMNS}, secret_hash)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_REVOKE_TOKEN = """UPDATE sidecar_tokens SET revoked_at = ?
-    WHERE token_id = ? AND revoked_at IS NULL RETURNING 1"""
-# The budget is counted where it is kept: a call is allowed only if this very update finds
-# the token under its budget, so two daemons serving one token never overspend it.
-_COUNT_CALL = """UPDATE sidecar_tokens SET calls = calls + 1
-    WHERE token_id = ? AND calls < max_calls RETURNING 1"""
+Durability = Literal["normal", "full"]
+"""``"normal"`` survives a killed process (``synchronous=NORMAL``), ``"full"`` a power loss."""
 
 
 def new_owner() -> str:
     """An owner id for one journal instance: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def _not_entered(run_id: str) -> JournalError:
+    return JournalError(f"run {run_id!r} was not entered by this journal: enter it before writing to it")
 
 
 def _daemon_thread(connection: aiosqlite.Connection) -> aiosqlite.Connection:
@@ -155,8 +125,12 @@ class SQLiteJournal:
             await commits.drain()
         try:
             # Runs still held are free at once, not only when their leases run out. The
-            # last write, after the last batch: a single statement, its own transaction.
-            await self._db.execute(_RELEASE_ALL, (self.owner,))
+            # last write, after the last batch: a single statement, its own transaction. If
+            # it fails (a full disk), the leases simply expire.
+            if self._held:
+                await self._db.execute(stmt.RELEASE_ALL, (self.owner,))
+        except sqlite3.Error as exc:
+            log.warning("could not release the runs this journal held: %s", exc)
         finally:
             await self._db.close()
         self._db = None
@@ -300,7 +274,7 @@ class SQLiteJournal:
     async def _enter(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             run_id = pending.params[0]
-            taken = await db.execute_fetchall(_ENTER_RUN, pending.params)
+            taken = await db.execute_fetchall(stmt.ENTER_RUN, pending.params)
             if taken:
                 self._held[run_id] = pending.result = next(iter(taken))[0]
                 continue
@@ -311,19 +285,32 @@ class SQLiteJournal:
             pending.error = RunBusyError(run_id, owner, expires / 1000)
 
     async def _steps(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
-        fences = await self._fences(db, {pending.params[0] for pending in writes})
-        allowed = [pending for pending in writes if self._fenced(pending, pending.params[0], fences)]
-        head, placeholders, tail = _UPSERT_STEPS
-        for start in range(0, len(allowed), _ROWS_PER_STATEMENT):
-            chunk = allowed[start : start + _ROWS_PER_STATEMENT]
+        fenced: list[tuple[Pending, int]] = []
+        for pending in writes:
+            held = self._held.get(pending.params[0])
+            if held is None:
+                pending.error = _not_entered(pending.params[0])
+            else:
+                fenced.append((pending, held))
+        head, placeholders, tail = stmt.UPSERT_STEPS
+        written: set[tuple[str, str]] = set()
+        for start in range(0, len(fenced), stmt.ROWS_PER_STATEMENT):
+            chunk = fenced[start : start + stmt.ROWS_PER_STATEMENT]
             sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
-            await db.execute(sql, tuple(value for pending in chunk for value in pending.params))
+            params = tuple(value for pending, held in chunk for value in (*pending.params, held))
+            written.update((row[0], row[1]) for row in await db.execute_fetchall(sql, params))
+        refused = [pending for pending, _ in fenced if (pending.params[0], pending.params[1]) not in written]
+        if refused:  # taken over: say by whom
+            fences = await self._fences(db, {pending.params[0] for pending in refused})
+            for pending in refused:
+                current = fences.get(pending.params[0])
+                pending.error = RunLeaseLostError(pending.params[0], None if current is None else current[0])
 
     async def _fences(self, db: aiosqlite.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
         """The current owner and fence of each run, read inside the batch's transaction."""
         ordered, found = sorted(run_ids), {}
-        for start in range(0, len(ordered), _ROWS_PER_STATEMENT):
-            chunk = ordered[start : start + _ROWS_PER_STATEMENT]
+        for start in range(0, len(ordered), stmt.ROWS_PER_STATEMENT):
+            chunk = ordered[start : start + stmt.ROWS_PER_STATEMENT]
             marks = ", ".join("?" * len(chunk))
             for run_id, owner, fence in await db.execute_fetchall(
                 f"SELECT run_id, owner, fence FROM runs WHERE run_id IN ({marks})", chunk
@@ -336,7 +323,7 @@ class SQLiteJournal:
         held = self._held.get(run_id)
         current = fences.get(run_id)
         if held is None:
-            pending.error = JournalError(f"run {run_id!r} was not entered through this journal")
+            pending.error = _not_entered(run_id)
         elif current is None or current[1] != held:
             pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
         return pending.error is None
@@ -346,18 +333,18 @@ class SQLiteJournal:
             run_id, expires = pending.params
             fence = self._held.get(run_id)
             params = (expires, run_id, self.owner, fence)
-            pending.result = fence is not None and bool(await db.execute_fetchall(_RENEW_RUN, params))
+            pending.result = fence is not None and bool(await db.execute_fetchall(stmt.RENEW_RUN, params))
 
     async def _release(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
         for pending in writes:
-            await db.execute(_RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
+            await db.execute(stmt.RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
 
     async def _end(self, db: aiosqlite.Connection, writes: list[Pending]) -> None:
         fences = await self._fences(db, {pending.params[4] for pending in writes})
         for pending in writes:
             run_id = pending.params[4]
             if self._fenced(pending, run_id, fences):
-                await db.execute_fetchall(_END_RUN, (*pending.params, self._held[run_id]))
+                await db.execute_fetchall(stmt.END_RUN, (*pending.params, self._held[run_id]))
 
     async def _simple(self, sql: str, db: aiosqlite.Connection, writes: list[Pending]) -> None:
         await db.executemany(sql, [pending.params for pending in writes])
@@ -374,8 +361,8 @@ _OPERATIONS: dict[str, _Operation] = {
     "renew": SQLiteJournal._renew,
     "release": SQLiteJournal._release,
     "end": SQLiteJournal._end,
-    "event": lambda journal, db, writes: journal._simple(_RECORD_EVENT, db, writes),
-    "token": lambda journal, db, writes: journal._simple(_INSERT_TOKEN, db, writes),
-    "revoke": lambda journal, db, writes: journal._returning(_REVOKE_TOKEN, db, writes),
-    "call": lambda journal, db, writes: journal._returning(_COUNT_CALL, db, writes),
+    "event": lambda journal, db, writes: journal._simple(stmt.RECORD_EVENT, db, writes),
+    "token": lambda journal, db, writes: journal._simple(stmt.INSERT_TOKEN, db, writes),
+    "revoke": lambda journal, db, writes: journal._returning(stmt.REVOKE_TOKEN, db, writes),
+    "call": lambda journal, db, writes: journal._returning(stmt.COUNT_CALL, db, writes),
 }

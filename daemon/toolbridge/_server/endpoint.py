@@ -59,8 +59,13 @@ class Endpoint:
         self.socket = None if socket is None else Path(socket)
         self.listen = listen
 
-    async def start(self, authenticate: Authenticate) -> str:
-        """Start serving; returns the bound address (with the real port for ``:0``)."""
+    async def start(self, authenticate: Authenticate, *, max_request_bytes: int) -> str:
+        """Start serving; returns the bound address (with the real port for ``:0``).
+
+        Args:
+            authenticate: Resolves a call's token to the scope it grants.
+            max_request_bytes: The largest call the transport reads (see ``start_server``).
+        """
         if self.listen is not None:
             address = self.listen
         else:
@@ -68,7 +73,7 @@ class Endpoint:
                 self._private_dir = Path(tempfile.mkdtemp(prefix="toolbridge-"))
                 self.socket = self._private_dir / "bridge.sock"
             address = f"unix:{self.socket}"
-        self._server, bound = await start_server(authenticate, [address])
+        self._server, bound = await start_server(authenticate, [address], max_request_bytes=max_request_bytes)
         self.address = bound[0]
         return self.address
 

@@ -1,8 +1,22 @@
 """The gRPC edge: the one hand-written module that imports the generated code.
 
 It authenticates every RPC by the token in its metadata, hands calls to :mod:`_calls`, and
-turns :class:`ProtocolError` into gRPC status codes. A tool failure is never a status: it
-travels inside a successful response.
+answers whatever goes wrong with one status, through one table (:func:`_status`), on every
+RPC alike (the unary ``CallTool``, each call on ``CallToolStream``, ``ListTools``):
+
+=====================  ====================  ============================================
+raised                 status                message
+=====================  ====================  ============================================
+``ProtocolError``      its ``code``          its message (bad input, unknown tool, ...)
+``JournalError``       ``UNAVAILABLE``       the journal could not write, with an error id
+anything else          ``INTERNAL``          an error id only, never the exception's text
+=====================  ====================  ============================================
+
+A tool failure is never a status: it travels inside a successful response.
+
+Requests arrive as bytes and are parsed here, not by grpc: a message grpc cannot parse (a
+tool name that is not UTF-8) would otherwise fail before any handler runs, as ``UNKNOWN``,
+and on a stream it would end every call the stream carries.
 """
 
 from __future__ import annotations
@@ -12,24 +26,36 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError, Message
 from grpc import aio
 
 from toolbridge._calls.call import CallOutcome, call_tool
 from toolbridge._calls.scope import CommandScope
 from toolbridge._definitions.build import FORMATS, definition
-from toolbridge._errors import ProtocolError
+from toolbridge._durable.boundary import new_error_id
+from toolbridge._errors import JournalError, ProtocolError
+from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
-from toolbridge._server._proto import toolbridge_pb2_grpc as pb_grpc
 
 log = logging.getLogger("toolbridge")
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
-TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
-"""The transport's cap. Tool limits (256 KiB / 1 MiB by default) are enforced per call,
-with clear errors, well below it; the cap only stops runaway messages."""
+SERVICE_NAME = "toolbridge.v1.ToolBridgeService"
+
+ENVELOPE_BYTES = 1024
+"""Room for what a request carries besides the call itself (field tags, lengths, call id)."""
+
+DEFAULT_MAX_REQUEST_BYTES = ToolOptions().max_request_bytes
+"""The largest call the transport accepts by default: the default per-command limit."""
+
+SEND_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
+"""The cap on what the daemon sends; replies are limited per call (1 MiB by default) well
+below it, with a clear error."""
 
 _FORMATS_BY_ENUM = {
     pb.DEFINITION_FORMAT_UNSPECIFIED: "anthropic",
@@ -53,6 +79,122 @@ def _token(context: aio.ServicerContext) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class _Status:
+    code: grpc.StatusCode
+    message: str
+
+
+_FAILURES: tuple[tuple[type[Exception], grpc.StatusCode, str], ...] = (
+    # Any JournalError on the way (a full disk, a closed journal, a lost run lease): nothing
+    # of the call is lost that a retry would not redo, so the sandbox may try again.
+    (
+        JournalError,
+        grpc.StatusCode.UNAVAILABLE,
+        "the host's journal could not write, so the call's outcome was not recorded "
+        "(error id {error_id}); try again later",
+    ),
+    (
+        Exception,
+        grpc.StatusCode.INTERNAL,
+        "the host failed unexpectedly (error id {error_id}); the host's log has the detail",
+    ),
+)
+"""Unexpected failures at the edge, most specific first: the status and the message the
+sandbox gets. The exception's own text only goes to the host's log, under the error id."""
+
+
+def _status(exc: Exception, rpc: str) -> _Status:
+    """The one translation of an exception at this edge into a status."""
+    if isinstance(exc, ProtocolError):
+        return _Status(getattr(grpc.StatusCode, exc.code), exc.message)
+    error_id = new_error_id()
+    for kind, code, message in _FAILURES:
+        if isinstance(exc, kind):
+            if code is grpc.StatusCode.INTERNAL:
+                log.error("%s failed (%s)", rpc, error_id, exc_info=exc)
+            else:
+                log.error("%s failed (%s): %s: %s", rpc, error_id, type(exc).__name__, exc)
+            return _Status(code, message.format(error_id=error_id))
+    raise AssertionError("the table ends with Exception")  # pragma: no cover
+
+
+def _lenient_classes() -> tuple[type[Message], type[Message]]:
+    """``CallToolRequest`` and ``CallToolStreamRequest`` with every string field as bytes.
+
+    They parse what grpc's own classes refuse (a string that is not UTF-8), so that such a
+    call can be answered in words, and on a stream under its own call id.
+    """
+    file = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(file)
+    for message in file.message_type:
+        for field in message.field:
+            if field.type == field.TYPE_STRING:
+                field.type = field.TYPE_BYTES
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("toolbridge.v1.CallToolRequest")),
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("toolbridge.v1.CallToolStreamRequest")),
+    )
+
+
+_LenientCall, _LenientStreamCall = _lenient_classes()
+
+
+def _utf8_problem(call: Any) -> ProtocolError:
+    """Why a call that parsed only leniently was refused: its tool name is not UTF-8."""
+    name = bytes(call.tool_name)
+    try:
+        name.decode()
+    except UnicodeDecodeError as exc:
+        return ProtocolError(
+            "INVALID_ARGUMENT",
+            f"the tool name is not valid UTF-8 (byte 0x{name[exc.start]:02x} at offset {exc.start})",
+        )
+    return ProtocolError("INVALID_ARGUMENT", "the call is not a valid CallToolRequest")
+
+
+def _parse_call(data: bytes) -> pb.CallToolRequest:
+    try:
+        return pb.CallToolRequest.FromString(data)
+    except DecodeError:
+        pass
+    try:
+        lenient = _LenientCall.FromString(data)
+    except DecodeError:
+        raise ProtocolError("INVALID_ARGUMENT", "the request is not a CallToolRequest message") from None
+    raise _utf8_problem(lenient)
+
+
+def _parse_stream_call(data: bytes) -> tuple[int, pb.CallToolRequest | ProtocolError]:
+    """The call id and the call, or why that call is refused.
+
+    Raises:
+        ProtocolError: when not even the call id can be read: the message is not a
+            ``CallToolStreamRequest`` at all, and there is no call to answer.
+    """
+    try:
+        request = pb.CallToolStreamRequest.FromString(data)
+        return request.call_id, request.call
+    except DecodeError:
+        pass
+    try:
+        lenient: Any = _LenientStreamCall.FromString(data)
+    except DecodeError:
+        raise ProtocolError(
+            "INVALID_ARGUMENT", "a message on the stream is not a CallToolStreamRequest"
+        ) from None
+    return lenient.call_id, _utf8_problem(lenient.call)
+
+
+def _parse_list(data: bytes) -> pb.ListToolsRequest:
+    try:
+        return pb.ListToolsRequest.FromString(data)
+    except DecodeError:
+        raise ProtocolError("INVALID_ARGUMENT", "the request is not a ListToolsRequest message") from None
+
+
 def _response(outcome: CallOutcome) -> pb.CallToolResponse:
     response = pb.CallToolResponse(step_key=outcome.step_key, replayed=outcome.replayed)
     if outcome.error is not None:
@@ -67,113 +209,162 @@ def _response(outcome: CallOutcome) -> pb.CallToolResponse:
     return response
 
 
-class _Servicer(pb_grpc.ToolBridgeServiceServicer):  # type: ignore[misc]
+class _Servicer:
+    """The three RPCs. Each catches everything and answers through :func:`_status`."""
+
     def __init__(self, authenticate: Authenticate) -> None:
         self._authenticate = authenticate
 
-    async def _scope(self, context: aio.ServicerContext) -> CommandScope:
-        scope = await self._authenticate(_token(context))
+    async def _scope(self, token: str) -> CommandScope:
+        scope = await self._authenticate(token)
         if scope is None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNAUTHENTICATED_MESSAGE)
-        assert scope is not None
+            raise ProtocolError("UNAUTHENTICATED", UNAUTHENTICATED_MESSAGE)
         return scope
 
-    async def CallTool(
-        self, request: pb.CallToolRequest, context: aio.ServicerContext
-    ) -> pb.CallToolResponse:
-        scope = await self._scope(context)
-        try:
-            outcome = await call_tool(
-                scope, request.tool_name, request.positional_arguments_json, request.named_arguments_json
-            )
-        except ProtocolError as exc:
-            await context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
+    @staticmethod
+    async def _call(scope: CommandScope, call: pb.CallToolRequest) -> pb.CallToolResponse:
+        outcome = await call_tool(
+            scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
+        )
         return _response(outcome)
 
+    async def CallTool(self, data: bytes, context: aio.ServicerContext) -> pb.CallToolResponse:
+        try:
+            scope = await self._scope(_token(context))  # a bad token hears nothing else
+            return await self._call(scope, _parse_call(data))
+        except Exception as exc:
+            status = _status(exc, "CallTool")
+        await context.abort(status.code, status.message)
+        raise AssertionError("abort raises")  # pragma: no cover
+
     async def CallToolStream(
-        self, request_iterator: AsyncIterator[pb.CallToolStreamRequest], context: aio.ServicerContext
+        self, request_iterator: AsyncIterator[bytes], context: aio.ServicerContext
     ) -> AsyncIterator[pb.CallToolStreamResponse]:
         # No check up front: aborting a stream the client is still writing to races with its
         # writes (the client may see INTERNAL). Each call is checked and a bad token answered
-        # in that call's status, as any per-call protocol problem is; the stream stays open.
+        # in that call's status, as any per-call problem is; the stream stays open.
         token = _token(context)
-        answers: asyncio.Queue[pb.CallToolStreamResponse | None] = asyncio.Queue()
+        answers: asyncio.Queue[pb.CallToolStreamResponse | _Status | None] = asyncio.Queue()
         calls: set[asyncio.Task[None]] = set()
 
-        async def answer(request: pb.CallToolStreamRequest) -> None:
-            call = request.call
+        async def answer(call_id: int, call: pb.CallToolRequest | ProtocolError) -> None:
             try:
                 # Every call checks the token again: a stream outlives a revoked token.
-                scope = await self._authenticate(token)
-                if scope is None:
-                    raise ProtocolError("UNAUTHENTICATED", UNAUTHENTICATED_MESSAGE)
-                outcome = await call_tool(
-                    scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
+                scope = await self._scope(token)
+                if isinstance(call, ProtocolError):
+                    raise call
+                response = await self._call(scope, call)
+                reply = pb.CallToolStreamResponse(call_id=call_id, response=response)
+            except Exception as exc:
+                status = _status(exc, "CallToolStream")
+                reply = pb.CallToolStreamResponse(
+                    call_id=call_id, status=pb.CallStatus(code=status.code.value[0], message=status.message)
                 )
-                reply = pb.CallToolStreamResponse(call_id=request.call_id, response=_response(outcome))
-            except ProtocolError as exc:
-                status = pb.CallStatus(code=getattr(grpc.StatusCode, exc.code).value[0], message=exc.message)
-                reply = pb.CallToolStreamResponse(call_id=request.call_id, status=status)
             await answers.put(reply)
 
         async def read() -> None:
+            ending: _Status | None = None
             try:
-                async for request in request_iterator:
-                    task = asyncio.create_task(answer(request))
+                async for data in request_iterator:
+                    try:
+                        call_id, call = _parse_stream_call(data)
+                    except ProtocolError as exc:
+                        ending = _status(exc, "CallToolStream")  # no call id: end the stream
+                        break
+                    task = asyncio.create_task(answer(call_id, call))
                     calls.add(task)
                     task.add_done_callback(calls.discard)
                 if calls:
                     await asyncio.gather(*calls)
             finally:
-                await answers.put(None)
+                await answers.put(ending)
 
         reader = asyncio.create_task(read())
         try:
             while (reply := await answers.get()) is not None:
-                yield reply
+                if isinstance(reply, _Status):
+                    await context.abort(reply.code, reply.message)
+                else:
+                    yield reply
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
 
-    async def ListTools(
-        self, request: pb.ListToolsRequest, context: aio.ServicerContext
-    ) -> pb.ListToolsResponse:
-        scope = await self._scope(context)
-        format_name = _FORMATS_BY_ENUM.get(request.format)
-        if format_name is None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"unknown definition format {request.format}"
-            )
-        assert format_name is not None
+    async def ListTools(self, data: bytes, context: aio.ServicerContext) -> pb.ListToolsResponse:
         try:
-            entries = [
-                pb.ToolDefinition(name=name, definition_json=_json_bytes(definition(name, tool, format_name)))  # type: ignore[arg-type]
-                for name, tool in sorted(scope.tools.items())
-            ]
-        except ValueError as exc:  # a tool whose input is not an object: the host must fix it
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
-        return pb.ListToolsResponse(tools=entries)
+            scope = await self._scope(_token(context))
+            return _definitions(scope, _parse_list(data))
+        except Exception as exc:
+            status = _status(exc, "ListTools")
+        await context.abort(status.code, status.message)
+        raise AssertionError("abort raises")  # pragma: no cover
+
+
+def _definitions(scope: CommandScope, request: pb.ListToolsRequest) -> pb.ListToolsResponse:
+    format_name = _FORMATS_BY_ENUM.get(request.format)
+    if format_name is None:
+        raise ProtocolError("INVALID_ARGUMENT", f"unknown definition format {request.format}")
+    try:
+        entries = [
+            pb.ToolDefinition(name=name, definition_json=_json_bytes(definition(name, tool, format_name)))  # type: ignore[arg-type]
+            for name, tool in sorted(scope.tools.items())
+        ]
+    except ValueError as exc:  # a tool whose input is not an object: the host must fix it
+        raise ProtocolError("FAILED_PRECONDITION", str(exc)) from None
+    return pb.ListToolsResponse(tools=entries)
 
 
 def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-async def start_server(authenticate: Authenticate, addresses: list[str]) -> tuple[aio.Server, list[str]]:
+def _handlers(servicer: _Servicer) -> dict[str, grpc.RpcMethodHandler]:
+    # No request deserializers: the servicer parses the bytes itself (see the module docstring).
+    return {
+        "CallTool": grpc.unary_unary_rpc_method_handler(
+            servicer.CallTool, response_serializer=pb.CallToolResponse.SerializeToString
+        ),
+        "CallToolStream": grpc.stream_stream_rpc_method_handler(
+            servicer.CallToolStream, response_serializer=pb.CallToolStreamResponse.SerializeToString
+        ),
+        "ListTools": grpc.unary_unary_rpc_method_handler(
+            servicer.ListTools, response_serializer=pb.ListToolsResponse.SerializeToString
+        ),
+    }
+
+
+async def start_server(
+    authenticate: Authenticate,
+    addresses: list[str],
+    *,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+) -> tuple[aio.Server, list[str]]:
     """Start serving on ``addresses`` (``unix:PATH`` or ``HOST:PORT``).
+
+    Args:
+        authenticate: Token -> the scope it grants.
+        addresses: Where to listen.
+        max_request_bytes: The largest call any command may send. The transport refuses a
+            message above it (plus :data:`ENVELOPE_BYTES`) with ``RESOURCE_EXHAUSTED`` before
+            it is read into memory; each command's own ``ToolOptions.max_request_bytes``
+            is checked per call, below it.
 
     Returns:
         The server and the bound addresses, with real ports for any ``:0``.
     """
+    if not isinstance(max_request_bytes, int) or max_request_bytes < 1:
+        raise ValueError("max_request_bytes must be a whole number of at least 1")
     server = aio.server(
         options=[
-            ("grpc.max_receive_message_length", TRANSPORT_MESSAGE_LIMIT),
-            ("grpc.max_send_message_length", TRANSPORT_MESSAGE_LIMIT),
+            ("grpc.max_receive_message_length", max_request_bytes + ENVELOPE_BYTES),
+            ("grpc.max_send_message_length", SEND_MESSAGE_LIMIT),
             ("grpc.so_reuseport", 0),
         ]
     )
-    pb_grpc.add_ToolBridgeServiceServicer_to_server(_Servicer(authenticate), server)
+    handlers = _handlers(_Servicer(authenticate))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)
     bound: list[str] = []
     for address in addresses:
         port = server.add_insecure_port(address)

@@ -25,6 +25,7 @@ from pathlib import Path
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
+from toolbridge._errors import ProtocolError, RunBusyError
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
@@ -161,7 +162,10 @@ class SidecarScopes:
         served = self._served.get(grant.id)
         if served is None:
             async with self._lock:
-                served = self._served.get(grant.id) or await self._serve(grant)
+                try:
+                    served = self._served.get(grant.id) or await self._serve(grant)
+                except RunBusyError as busy:  # another daemon serves the token's run now
+                    raise ProtocolError("UNAVAILABLE", str(busy)) from None
         return served.scope
 
     async def _serve(self, grant: SidecarToken) -> _Served:

@@ -1,10 +1,13 @@
 """The Node client in a sandbox: ``require("inngest_tools")`` and ``import`` from any folder.
 
-The daemon finds the Node client (``clients/node`` of a toolbridge checkout, its dependencies
-installed with ``npm ci``) in ``TOOLBRIDGE_NODE_CLIENT``, or else next to the ``toolbridge``
-package of a source checkout. Like the Python runtime, it is copied (hard-linked where the
-file system allows) into the runtime cache as ``node-<hash>/inngest_tools``, so a sandbox
-sees that directory and nothing else of the host's Node packages.
+The daemon takes the Node client from, in this order: ``TOOLBRIDGE_NODE_CLIENT`` (its
+directory, installed by ``npm ci`` in ``clients/node`` or by ``npm install inngest_tools`` in a
+project, dependencies hoisted next to it), the copy the ``toolbridge`` wheel carries (with its
+dependencies resolved, put there at build time by ``hatch_build.py``), and ``clients/node`` of
+the source checkout this package runs from. Like the Python runtime, it is copied (hard-linked
+where the file system allows) into the runtime cache as ``node-<hash>/inngest_tools``, its
+dependencies beneath it in ``node_modules`` wherever npm had put them, so a sandbox sees that
+directory and nothing else of the host's Node packages.
 
 A command gets ``NODE_PATH=node-<hash>``, which ``require`` searches, and
 ``NODE_OPTIONS=--require <register.js>``, which adds a resolve hook for ``import`` (ES modules
@@ -22,97 +25,118 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
+from toolbridge._sandbox.runtime import npm
 from toolbridge._sandbox.runtime.cache import link_or_copy, publish_once
 
 log = logging.getLogger("toolbridge")
 
-__all__ = ["NODE_CLIENT_VARIABLE", "build_node_path", "find_node_client", "node_environment"]
+__all__ = [
+    "NODE_CLIENT_VARIABLE",
+    "NodeClient",
+    "NodeClientMissingError",
+    "build_node_path",
+    "find_node_client",
+    "node_environment",
+]
 
 NODE_CLIENT_VARIABLE = "TOOLBRIDGE_NODE_CLIENT"
 PACKAGE = "inngest_tools"
-NODE_RUNTIME_FORMAT = "2"
+NODE_RUNTIME_FORMAT = "3"
 PRELOAD = "register.js"
 RUNNER = "runner.js"
 CODE_CACHE_TIMEOUT = 120.0
-_REQUIRED_DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
-_CHECKOUT_CLIENT = Path(__file__).resolve().parents[4] / "clients" / "node"
+PACKAGED_CLIENT = Path(__file__).resolve().parent / "node_client"
+"""Where the ``toolbridge`` wheel puts the client (absent in a source checkout)."""
+CHECKOUT_CLIENT = Path(__file__).resolve().parents[4] / "clients" / "node"
+"""``clients/node`` of the source checkout this package runs from (absent in a wheel)."""
 
 
 class NodeClientMissingError(Exception):
     """The Node client cannot be given to sandboxes; the message says why and what to do."""
 
 
-def _package_name(directory: Path) -> str | None:
-    try:
-        manifest = json.loads((directory / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    name = manifest.get("name") if isinstance(manifest, dict) else None
-    return name if isinstance(name, str) else None
+@dataclass(frozen=True)
+class NodeClient:
+    """The Node client found on this host, and the installed packages it needs.
 
-
-def find_node_client() -> Path:
-    """The directory of the installed Node client.
-
-    Raises:
-        NodeClientMissingError: when there is none, or its dependencies are not installed.
+    Attributes:
+        directory: The ``inngest_tools`` package folder.
+        dependencies: Each needed package folder -> its place below the client's
+            ``node_modules`` in the sandbox's copy.
     """
+
+    directory: Path
+    dependencies: Mapping[Path, PurePosixPath]
+
+
+def _locate() -> Path:
+    """The client's directory: the configured one, else the wheel's, else the checkout's."""
     configured = os.environ.get(NODE_CLIENT_VARIABLE)
-    client = Path(configured) if configured else _CHECKOUT_CLIENT
-    if _package_name(client) != PACKAGE:
-        if configured:
+    if configured:
+        if (npm.read_manifest(Path(configured)) or {}).get("name") != PACKAGE:
             raise NodeClientMissingError(
                 f"{NODE_CLIENT_VARIABLE}={configured!r} is not the {PACKAGE} Node package "
                 "(no package.json naming it there)"
             )
+        return Path(configured)
+    for candidate in (PACKAGED_CLIENT, CHECKOUT_CLIENT):
+        if (npm.read_manifest(candidate) or {}).get("name") == PACKAGE:
+            return candidate
+    raise NodeClientMissingError(
+        f"the Node client ({PACKAGE} for Node) was not found: reinstall toolbridge from its "
+        f"wheel, or set {NODE_CLIENT_VARIABLE} to the directory of an installed {PACKAGE} "
+        f"(`npm install {PACKAGE}` puts it in node_modules/{PACKAGE})"
+    )
+
+
+def find_node_client() -> NodeClient:
+    """The installed Node client and its dependencies.
+
+    Raises:
+        NodeClientMissingError: when there is none, or its dependencies are not installed.
+    """
+    client = _locate().resolve()
+    closure = npm.dependency_closure(client)
+    if closure.missing:
         raise NodeClientMissingError(
-            f"the Node client ({PACKAGE} for Node) was not found: set {NODE_CLIENT_VARIABLE} "
-            "to its directory (clients/node of a toolbridge checkout, after `npm ci` there)"
+            f"the Node client in {client} misses dependencies Node cannot find from there "
+            f"({', '.join(closure.missing)}): run `npm ci` in a checkout's clients/node, or "
+            f"`npm install` in the project whose node_modules holds {PACKAGE}"
         )
-    missing = [
-        name
-        for name in _REQUIRED_DEPENDENCIES
-        if not (client / "node_modules" / name / "package.json").is_file()
-    ]
-    if missing:
+    if closure.conflicts:
         raise NodeClientMissingError(
-            f"the Node client in {client} has no dependencies installed (missing "
-            f"{', '.join(missing)}): run `npm ci` in {client}"
+            f"the Node client in {client} cannot be laid out for sandboxes: "
+            f"{'; '.join(closure.conflicts)}; install {PACKAGE} in a project of its own"
         )
-    return client.resolve()
+    return NodeClient(directory=client.resolve(), dependencies=closure.packages)
 
 
-def _published_files(client: Path, *, dependencies: bool) -> Iterator[Path]:
-    """The client's files a sandbox needs: what npm would publish, and its dependencies."""
-    manifest = json.loads((client / "package.json").read_text(encoding="utf-8"))
-    entries = ["package.json", *manifest.get("files", [])]
-    if dependencies:
-        entries.append("node_modules")
-    for entry in entries:
-        path = client / entry
-        if path.is_file():
-            yield path
-        elif path.is_dir():
-            yield from (p for p in sorted(path.rglob("*")) if p.is_file())
+def _sandbox_files(client: NodeClient) -> dict[Path, Path]:
+    """Path in the sandbox's copy (below ``inngest_tools``) -> the installed file."""
+    files = {path.relative_to(client.directory): path for path in npm.published_files(client.directory)}
+    for source, place in client.dependencies.items():
+        for path in npm.package_files(source):
+            files[Path(npm.MODULES) / place / path.relative_to(source)] = path
+    return files
 
 
-def _fingerprint(client: Path) -> str:
+def _fingerprint(client: NodeClient) -> str:
     digest = hashlib.sha256(f"{NODE_RUNTIME_FORMAT}\0".encode())
-    for path in _published_files(client, dependencies=False):
-        digest.update(f"{path.relative_to(client)}\0".encode())
+    for path in npm.published_files(client.directory):
+        digest.update(f"{path.relative_to(client.directory)}\0".encode())
         digest.update(path.read_bytes())
-    # npm records the installed tree here on every install; without it, every file's size
-    # and time stand in for it.
-    installed = client / "node_modules" / ".package-lock.json"
-    if installed.is_file():
-        digest.update(installed.read_bytes())
-    else:
-        for path in sorted((client / "node_modules").rglob("*")):
+    # A dependency changes by a new install: its package.json (version, and npm's own fields)
+    # and its files' sizes and times stand for it, without reading every file.
+    for source, place in sorted(client.dependencies.items(), key=lambda item: item[1]):
+        digest.update(f"{place}\0".encode())
+        digest.update((source / "package.json").read_bytes())
+        for path in npm.package_files(source):
             stat = path.stat()
-            digest.update(f"{path.relative_to(client)}\0{stat.st_size}:{stat.st_mtime_ns}\0".encode())
+            digest.update(f"{path.relative_to(source)}\0{stat.st_size}:{stat.st_mtime_ns}\0".encode())
     return digest.hexdigest()[:16]
 
 
@@ -193,8 +217,7 @@ def build_node_path(cache_dir: Path) -> tuple[Path, str | None]:
         return root, problem
     root = cache_dir / f"node-{_fingerprint(client)}"
     if not (root / "ready").exists():
-        files = _published_files(client, dependencies=True)
-        fill = {Path(PACKAGE) / path.relative_to(client): path for path in files}
+        fill: dict[Path, Path | str] = {Path(PACKAGE) / k: v for k, v in _sandbox_files(client).items()}
         _publish(cache_dir, root, fill, prepare=_build_code_cache)
     return root, None
 
