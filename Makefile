@@ -68,12 +68,14 @@ typecheck: $(VENV)/.installed
 pytest: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) -m pytest
 
-bench: $(VENV)/.installed $(NODE_DEPS)
+bench: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) bench/call_latency.py
 	$(PY) bench/durability.py
 	$(PY) bench/sandbox_startup.py
 	$(PY) bench/validation.py
 	$(PY) bench/first_command.py
+	$(PY) bench/pg_driver.py
+	$(PY) bench/pg_journal.py
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
 # toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.
