@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 
 import asyncpg
 import pytest
@@ -12,6 +14,7 @@ from toolbridge._journal.base import open_journal
 from toolbridge._journal.postgres import PostgresJournal
 from toolbridge._journal.postgres_schema import MIGRATIONS
 from toolbridge._journal.postgres_sql import redact
+from toolbridge._records import now
 
 
 async def test_daemons_opening_a_new_database_at_once_migrate_it_once(pg_url: str) -> None:
@@ -60,3 +63,28 @@ async def test_an_unreachable_database_is_a_clear_error_without_the_password(pg_
         async with Bridge(journal=url):
             pass
     assert "hunter2" not in str(caught.value)
+
+
+async def test_a_dropped_listen_connection_is_made_again(pg_url: str) -> None:
+    sender, receiver = PostgresJournal(pg_url), PostgresJournal(pg_url)
+    await sender.open()
+    await receiver.open()
+    heard = asyncio.Event()
+    receiver.watch_events(lambda event: heard.set())
+    try:
+        listening = receiver._listen
+        assert listening is not None
+        conn = await asyncpg.connect(pg_url)
+        try:  # as a server restart or a dropped network would
+            await conn.fetchval("SELECT pg_terminate_backend($1)", listening.get_server_pid())
+        finally:
+            await conn.close()
+        async with asyncio.timeout(10):
+            while not heard.is_set():  # until it listens again, events sent meanwhile are missed
+                await sender.record_event({"id": secrets.token_hex(8), "name": "n", "data": {}, "ts": now()})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(heard.wait(), 0.1)
+        assert receiver._listen is not listening
+    finally:
+        await sender.close()
+        await receiver.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -62,6 +63,8 @@ from toolbridge._journal.sqlite import new_owner
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["PostgresJournal"]
+
+log = logging.getLogger("toolbridge")
 
 Conn = asyncpg.Connection | PoolConnectionProxy
 
@@ -113,8 +116,7 @@ class PostgresJournal:
         try:
             async with self._pool.acquire() as conn:
                 await migrate(conn, self.where)
-            self._listen = await asyncpg.connect(self._url)
-            await self._listen.add_listener(CHANNEL, self._notices.heard)
+            await self._listen_for_events()
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             await self._close_connections()
             raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
@@ -135,6 +137,28 @@ class PostgresJournal:
                 await self.pool.execute(RELEASE_ALL, self.owner)
         finally:
             await self._close_connections()
+
+    async def _listen_for_events(self) -> None:
+        self._listen = await asyncpg.connect(self._url)
+        self._listen.add_termination_listener(self._listen_lost)
+        await self._listen.add_listener(CHANNEL, self._notices.heard)
+
+    def _listen_lost(self, _conn: object) -> None:
+        # The server restarted or the network dropped the connection: listen again, so that
+        # cross-host wake-ups resume (meanwhile waits find events at their next window).
+        if self._commits is not None:  # not closing
+            self._notices.spawn(self._listen_again())
+
+    async def _listen_again(self) -> None:
+        delay = 0.1
+        while self._commits is not None:
+            try:
+                await self._listen_for_events()
+                return
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("cannot LISTEN for events on %s (retrying): %s", self.where, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     async def _close_connections(self) -> None:
         await self._notices.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 __all__ = ["CHANNEL", "Notices", "notice"]
@@ -60,7 +60,11 @@ class Notices:
         if "event" in note:
             self._deliver(note["event"])
             return
-        task = asyncio.get_running_loop().create_task(self._fetch_and_deliver(str(note.get("id"))))
+        self.spawn(self._fetch_and_deliver(str(note.get("id"))))
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background until :meth:`close`."""
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
