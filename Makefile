@@ -17,13 +17,19 @@ export TOOLBRIDGE_REQUIRE_BWRAP
 TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
 export TOOLBRIDGE_REQUIRE_POSTGRES
 
+# `make test` runs the web view's browser tests too: system-deps installs Debian's chromium for
+# them, and they fail (rather than skip) when it is missing.
+test pytest: export TOOLBRIDGE_BROWSER_TESTS := 1
+
 .PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps dist
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+	@echo "toolbridge: installing the Python environment in $(VENV) (first time only)" >&2
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
 	touch $@
+	@echo "toolbridge: the Python environment is ready" >&2
 
 # The Node client's dependencies, exactly as locked, from the npm registry alone; no install
 # scripts (every dependency is plain JavaScript).
@@ -74,6 +80,7 @@ bench: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) bench/sandbox_startup.py
 	$(PY) bench/validation.py
 	$(PY) bench/first_command.py
+	$(PY) bench/approval_latency.py
 	$(PY) bench/pg_driver.py
 	$(PY) bench/pg_journal.py
 

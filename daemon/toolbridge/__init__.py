@@ -14,27 +14,33 @@ from toolbridge._definitions.build import (
 )
 from toolbridge._durable.steps import Steps
 from toolbridge._errors import (
+    ApprovalError,
     JournalError,
     NonRetriableError,
     ReplayMismatchError,
     RunBusyError,
     RunLeaseLostError,
+    RunWaiting,
     SandboxError,
     SnippetError,
     StepError,
     ToolbridgeError,
     ToolError,
 )
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 from toolbridge._sandbox.bwrap.limits import SandboxLimits
 from toolbridge._server.sidecar import SidecarToken
+from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type
 from toolbridge._tools.functions import DurableFunction, FunctionContext
 from toolbridge._tools.tool import Tool, tool
 
 __all__ = [
+    "ApprovalError",
+    "ApprovalRequest",
     "Bridge",
     "BwrapLauncher",
     "CommandResult",
@@ -49,6 +55,7 @@ __all__ = [
     "ReplayMismatchError",
     "RunBusyError",
     "RunLeaseLostError",
+    "RunWaiting",
     "SandboxError",
     "SandboxLimits",
     "SidecarToken",
@@ -62,7 +69,9 @@ __all__ = [
     "ToolError",
     "ToolOptions",
     "ToolbridgeError",
+    "ask_user",
     "event_type",
+    "request_approval",
     "tool",
     "tool_definitions",
 ]

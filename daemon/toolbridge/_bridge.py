@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
+from toolbridge._calls.decisions import Approvals
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._commands.snippets import Sandbox
@@ -19,43 +23,27 @@ from toolbridge._durable.runs import Runs
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import Steps, nested_steps
 from toolbridge._durable.triggers import Triggers
-from toolbridge._errors import ToolbridgeError
+from toolbridge._errors import RunWaiting, ToolbridgeError
 from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
 from toolbridge._options import ToolOptions
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._records import check_run_id
+from toolbridge._sandbox.kinds import SandboxKind, launcher_for
+from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
+from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
-from toolbridge._tools.functions import DurableFunction, FunctionContext, make_function
-from toolbridge._tools.tool import Tool, check_tool_name, to_tool, to_tools
+from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.registry import Registry
+from toolbridge._tools.tool import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
 __all__ = ["Bridge", "Step"]
-
-SandboxKind = Literal["process", "bwrap"]
-
-
-def _check_run_id(run_id: object) -> str:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
-    return run_id
-
-
-def _launcher(sandbox: SandboxKind | Launcher) -> Launcher:
-    if sandbox == "process":
-        return ProcessLauncher()
-    if sandbox == "bwrap":
-        from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-
-        return BwrapLauncher()
-    if isinstance(sandbox, str):
-        raise ValueError(f"unknown sandbox {sandbox!r}: use 'process' or 'bwrap'")
-    return sandbox
 
 
 class Bridge:
@@ -83,6 +71,8 @@ class Bridge:
             bridge renews it while the run is open; another bridge entering the run meanwhile
             gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
         recover: Resume its durable functions' runs whose daemon died (lease expired).
+        shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
+            (new calls are refused meanwhile); then they are cancelled and stay ``running``.
 
     Example::
 
@@ -101,30 +91,56 @@ class Bridge:
         socket: str | os.PathLike[str] | None = None,
         listen: str | None = None,
         durability: Durability = "normal",
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         run_lease: float = 30.0,
         recover: bool = False,
+        shutdown_grace: float = 5.0,
     ) -> None:
         self._max_request_bytes = max_request_bytes
         self._journal: Journal = open_journal(journal, durability=durability)
-        self._launcher = _launcher(sandbox)
+        self._launcher = launcher_for(sandbox)
         self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
-        self._tools: dict[str, Tool] = to_tools(tools or {})
+        self._registry = Registry(tools or {})
+        self._tools = self._registry.tools
         self._background: set[asyncio.Future[Any]] = set()
         self._runs = Runs(self._journal, self._background, lease=run_lease)
-        self._functions: dict[str, DurableFunction] = {}
         self._events = EventBus(self._journal)
-        self._triggers = Triggers(self._functions, self.run, self._runs, self._background, recover=recover)
+        self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
-        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events))
+        self._shutdown = Shutdown(shutdown_grace)
+        self._approval_hub = hub = ApprovalHub(self._journal)
+        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events), hub)
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
         return self._endpoint.address
+
+    @functools.cached_property
+    def approvals(self) -> Approvals:
+        """Requests for a person's decision, and deciding them (``.list``, ``.approve``, ...)."""
+        return Approvals(self._approval_hub, channel="api")
+
+    @property
+    def shutdown_grace(self) -> float:
+        """Seconds calls in flight get to finish when the bridge closes (settable)."""
+        return self._shutdown.grace
+
+    @shutdown_grace.setter
+    def shutdown_grace(self, seconds: float) -> None:
+        self._shutdown.grace = seconds
+
+    def install_signal_handlers(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        """On SIGTERM (or SIGINT), shut down gracefully; call it inside ``async with bridge``.
+
+        The first signal stops the running commands (their steps stay ``running``, for a
+        replay), refuses new calls, gives calls in flight :attr:`shutdown_grace` to finish,
+        closes the bridge and ends the program with status 0. A second one is not caught.
+        """
+        self._shutdown.install(signals)
 
     @property
     def journal_location(self) -> str | None:
@@ -177,10 +193,7 @@ class Bridge:
         """
 
         def register(func: F, name: str | None = None) -> F:
-            tool_name = check_tool_name(name or getattr(func, "__name__", ""))
-            if tool_name in self._tools:
-                raise ValueError(f"a tool named {tool_name!r} is already registered on this bridge")
-            self._tools[tool_name] = to_tool(func)
+            self._registry.add_tool(func, name)
             return func
 
         if target is None or isinstance(target, str):
@@ -201,14 +214,9 @@ class Bridge:
             ValueError: for an empty id or one already declared on this bridge.
         """
 
-        def declare(handler: Callable[[FunctionContext], Any]) -> DurableFunction:
-            declared = make_function(handler, id=id, trigger=trigger, description=description)
-            if id in self._functions:
-                raise ValueError(f"a function with id {id!r} is already declared on this bridge")
-            self._functions[id] = declared
-            return declared
-
-        return declare
+        return lambda handler: self._registry.declare(
+            handler, id=id, trigger=trigger, description=description
+        )
 
     async def send_event(self, name: str, data: Mapping[str, Any] | None = None) -> Event:
         """Send an event from the host: it wakes matching waits and starts triggered functions.
@@ -245,9 +253,11 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             events=self._events,
             steps_factory=nested_steps(self._events),
+            approvals=self._approval_hub,
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
+        self._shutdown.refuse_if_draining()
         # A running command's token first (in memory), then a sidecar token (in the journal).
         return self._tokens.resolve(token) or await self._sidecar.resolve(token)
 
@@ -280,6 +290,16 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
 
+    async def check_token(self, token: str) -> SidecarToken | None:
+        """The grant of a presented sidecar token if it is valid and active, else ``None``.
+
+        For faces taking bearer tokens (``toolbridge mcp --http``); checked in constant time.
+        """
+        self._require_open()
+        if self._journal.location is None:
+            return None  # journal=None keeps no tokens
+        return await self._sidecar.store.check(token)
+
     async def revoke_token(self, token_id: str) -> bool:
         """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
 
@@ -296,6 +316,17 @@ class Bridge:
         self._require_open()
         return await self._sidecar.store.list()
 
+    def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
+        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its URL.
+
+        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Needs
+        ``toolbridge[ui]``.
+        """
+        self._require_open()
+        from toolbridge._ui.server import serve_journal
+
+        return serve_journal(self._journal, port=port)
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -303,18 +334,15 @@ class Bridge:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+        self._shutdown.exit_if_signalled(exc)
 
     async def aclose(self) -> None:
-        """Stop serving and close the journal."""
+        """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
-            await self._endpoint.stop(grace=1.0)
-            # Tool calls still running (their command is gone) are abandoned: they stay
-            # `running` in the journal, and a replay runs them again.
-            for task in list(self._background):
-                task.cancel()
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
             await self._sidecar.close()
         finally:
+            self._shutdown.remove()
             # Whatever failed above, the journal is closed: its connection's thread would
             # otherwise keep the host process from exiting.
             self._services = None
@@ -351,7 +379,7 @@ class Bridge:
         """
         from toolbridge._calls.host import call_registered_tool
 
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         async with self.run(run_id):
             state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
@@ -363,6 +391,7 @@ class Bridge:
                 name,
                 arguments,
                 tool_options or ToolOptions(),
+                self._approval_hub,
             )
 
     @contextlib.asynccontextmanager
@@ -376,10 +405,13 @@ class Bridge:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
         services = self._require_open()
-        run_id = _check_run_id(run_id or uuid.uuid4().hex)
+        run_id = check_run_id(run_id or uuid.uuid4().hex)
         state = await self._runs.enter(run_id)
         try:
             yield Step(services, state)
+        except RunWaiting:
+            await self._runs.leave(state, None, suspend=True)  # open, for the next entry
+            raise
         except Exception as exc:
             await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
             raise

@@ -8,10 +8,12 @@
     ├── SandboxError                a command could not be started in the chosen sandbox
     ├── SnippetError                a runner snippet (step.sandbox.python/typescript) failed
     ├── StepError                   a durable step (step.run) failed after its attempts
+    ├── RunWaiting                  a run stopped to wait for a person's decision; enter it again
+    ├── ApprovalError               a request cannot be decided as asked (unknown, already decided)
     └── JournalError                the journal cannot be used as asked
-        ├── ReplayMismatchError     a recorded step is not the kind of step asked for on replay
+        ├── ReplayMismatchError     a replay asks for another step under a recorded step's key
         ├── RunBusyError            another daemon holds the run's lease: it is running it now
-        └── RunLeaseLostError            another daemon took the run over; this one's writes are refused
+        └── RunLeaseLostError       another daemon took the run over; this one's writes are refused
 
 One warning, not an error: ``DefinitionWarning`` (a ``UserWarning``, in ``_definitions``) says
 that ``tool_definitions`` left out constraints a model API's format cannot express.
@@ -27,15 +29,18 @@ reaches the sandbox only as a generic ``InternalError`` carrying an error id.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Any, Literal
 
 __all__ = [
+    "ApprovalError",
     "JournalError",
     "NonRetriableError",
     "ProtocolError",
     "ReplayMismatchError",
     "RunBusyError",
     "RunLeaseLostError",
+    "RunWaiting",
     "SandboxError",
     "SnippetError",
     "StepError",
@@ -145,15 +150,49 @@ class StepError(ToolbridgeError):
         super().__init__(f"step {step_id!r} failed: {self.type}: {self.message}")
 
 
+class RunWaiting(ToolbridgeError):  # noqa: N818 (the name is part of the public contract)
+    """A run stopped because calls wait for a person's decision (``ToolOptions.approval_hold``).
+
+    The run is left open in the journal (``toolbridge runs`` shows it ``waiting``). Decide the
+    requests (``bridge.approvals``, ``toolbridge approvals``), then enter the run again: its
+    completed calls are replayed from the journal and the approved ones run.
+
+    Attributes:
+        run_id: The run that waits.
+        requests: The pending requests (``ApprovalRequest``), oldest first.
+    """
+
+    def __init__(self, run_id: str, requests: Sequence[Any]) -> None:
+        self.run_id = run_id
+        self.requests = list(requests)
+        shown = ", ".join(f"{req.id} ({req.summary})" for req in self.requests[:5]) or "none left"
+        super().__init__(f"run {run_id!r} waits for a person's decision on: {shown}")
+
+
+class ApprovalError(ToolbridgeError):
+    """A request cannot be decided as asked: unknown, of another kind, already decided or
+    expired, or given an answer that does not validate.
+
+    Attributes:
+        request: The request as it stands (``ApprovalRequest``), when there is one.
+    """
+
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+
 class JournalError(ToolbridgeError):
     """The journal cannot be used as asked (for example, it was written by a newer version)."""
 
 
 class ReplayMismatchError(JournalError):
-    """On replay, the step recorded under a key is not the kind of step being asked for.
+    """On replay, the step recorded under a key is not the step being asked for.
 
-    This means the code of the run changed between executions in a way that cannot be
-    replayed; start a new run id instead.
+    Another kind of step, or the same kind with another identity: another command line or
+    other tools for a command, other code for a snippet, another function for ``step.run``.
+    The message names the step and what changed. The run's code changed between
+    executions: give the changed step a new step id (or start a new run id) to run it.
     """
 
 
@@ -214,7 +253,9 @@ StatusCode = Literal[
 class ProtocolError(Exception):
     """A call the protocol refuses; ``code`` names the gRPC status to answer with."""
 
-    def __init__(self, code: StatusCode, message: str) -> None:
+    def __init__(self, code: StatusCode, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.code: StatusCode = code
         self.message = message
+        self.retry_after = retry_after
+        """Seconds after which the same call may succeed (a busy limit), if it may."""

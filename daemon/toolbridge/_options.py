@@ -30,6 +30,14 @@ class ToolOptions:
         retry_backoff_max: The longest wait between two attempts, in seconds.
         max_request_bytes: The largest call the sandbox may send (arguments included).
         max_reply_bytes: The largest result the sandbox may receive.
+        max_in_flight: Tool calls one command may have running at once; the next is
+            refused with ``RESOURCE_EXHAUSTED`` and told when to retry.
+        approval_hold: Seconds a command waits, blocked on a call that needs a person's
+            decision, before it is stopped and ``commands.run`` raises ``RunWaiting``
+            (enter the run again once it is decided). The command's timeout and the
+            call's ``tool_timeout`` do not count the wait.
+        approval_timeout: Seconds until a request nobody decided expires; the call then
+            fails with ``ApprovalExpired``.
     """
 
     tool_timeout: float = 30.0
@@ -40,12 +48,15 @@ class ToolOptions:
     retry_backoff_max: float = 10.0
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
+    max_in_flight: int = 64
+    approval_hold: float = 600.0
+    approval_timeout: float = 86400.0
 
     def __post_init__(self) -> None:
-        for name in ("tool_timeout", "wait_window"):
+        for name in ("tool_timeout", "wait_window", "approval_hold", "approval_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
-        for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes"):
+        for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes", "max_in_flight"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ToolOptions.{name} must be a whole number of at least 1")

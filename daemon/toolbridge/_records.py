@@ -66,7 +66,7 @@ class RunSummary:
     """A run as ``toolbridge runs`` lists it."""
 
     run_id: str
-    status: RunStatus
+    status: RunStatus | Literal["waiting"]  # waiting: open on a request for a person's decision
     started_at: float
     updated_at: float
     finished_at: float | None
@@ -111,3 +111,14 @@ class SidecarToken:
     def active(self, at: float | None = None) -> bool:
         """Whether the token is neither revoked nor expired (now, or at ``at``)."""
         return self.revoked_at is None and (now() if at is None else at) < self.expires_at
+
+
+def check_run_id(run_id: object) -> str:
+    """Return ``run_id`` if it is a valid run id.
+
+    Raises:
+        ValueError: naming the rule, for anything else.
+    """
+    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
+        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    return run_id

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tests.definitions_catalog import REFUND_INPUT, Address, Category, catalog
 from toolbridge import DefinitionWarning, DroppedConstraint, ToolDefinitions, tool, tool_definitions
-from toolbridge._definitions.build import CONFIRMATION_NOTE, FORMATS, MCP_CONFIRMATION_KEY, DefinitionFormat
+from toolbridge._definitions.build import FORMATS, MCP_CONFIRMATION_KEY, DefinitionFormat
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "definitions"
 UPDATE = os.environ.get("TOOLBRIDGE_UPDATE_GOLDEN") == "1"
@@ -303,7 +303,7 @@ def test_requires_confirmation_appears_where_each_format_can_carry_it() -> None:
     assert "_meta" not in mcp_definitions["look"]
     for format in ("anthropic", "openai", "openai-strict"):
         definitions = by_name(quiet_definitions(tools, format))
-        assert definitions["refund"]["description"] == f"Refund a payment\n\n{CONFIRMATION_NOTE}"
+        assert definitions["refund"]["description"] == "Refund a payment"  # as written
         assert definitions["look"]["description"] == "Look around"
         assert "requires_confirmation" not in definitions["refund"]  # the APIs refuse unknown fields
 

@@ -10,6 +10,7 @@
 // stream keeps the process alive, so a script whose work is done would never exit. The
 // stream is therefore half-closed once no call has been in flight for IDLE_CLOSE_MS. Calls
 // made back to back (`await tools.a(); await tools.b()`) or concurrently keep one stream.
+// A call told that it waits for a person (`CallWaiting`) stays pending until its answer.
 
 const grpc = require("@grpc/grpc-js");
 const { ToolError } = require("./errors");
@@ -114,6 +115,13 @@ class Connection {
   _answered(stream, answer) {
     const waiter = stream.pending.get(answer.call_id);
     if (waiter === undefined) return;
+    if (answer.answer === "waiting") {
+      // Not an answer: the call waits for a person, for as long as it takes. It stays
+      // pending (which also keeps the stream open: the idle close needs no call in flight),
+      // and this client sets no deadline on a call, so there is none to lift.
+      waiter.waiting = answer.waiting;
+      return;
+    }
     stream.pending.delete(answer.call_id);
     waiter.resolve(answer);
     if (stream.pending.size === 0 && this._stream === stream) this._scheduleIdleClose(stream);

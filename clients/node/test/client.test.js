@@ -62,6 +62,22 @@ test("calls share one stream and their answers may come back in any order", asyn
   assert.equal(daemon.streamsOpened, opened + 1);
 });
 
+test("a call told it waits for a person stays pending, its stream open, until answered", async () => {
+  connectTo(daemon.address);
+  const ended = daemon.streamsEnded;
+  let settled = false;
+  const waiting = client.tools.approval().finally(() => {
+    settled = true;
+  });
+  await daemon.next("held");
+  // Longer than the idle close: a waiting call is in flight, so its stream stays open.
+  await new Promise((resolve) => setTimeout(resolve, 5 * require("../lib/connection").IDLE_CLOSE_MS));
+  assert.equal(settled, false);
+  assert.equal(daemon.streamsEnded, ended);
+  assert.equal(await client.tools.release(), "released");
+  assert.equal(await waiting, "held");
+});
+
 test("a tool's error rejects with a ToolError carrying its type", async () => {
   connectTo(daemon.address);
   await rejectsWith(client.tools.fail(), { type: "Boom", message: "it failed", retryable: true, errorId: "err_1" });

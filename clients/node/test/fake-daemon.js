@@ -82,6 +82,14 @@ class FakeDaemon extends EventEmitter {
         this._held.push(callId);
         this.emit("held", callId);
         break;
+      case "approval": // says the call waits for a person, then is held like "hold"
+        stream.write({
+          call_id: callId,
+          waiting: { request_id: "apr_1", kind: "approval", summary: "approval()", expires_at_ms: 1 },
+        });
+        this._held.push(callId);
+        this.emit("held", callId);
+        break;
       case "release":
         stream.write(result(callId, "released"));
         for (const held of this._held.splice(0)) stream.write(result(held, "held"));

@@ -123,6 +123,7 @@ class _Connection:
         self._stream: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self.waiting: dict[int, Any] = {}  # call_id -> CallWaiting, for calls waiting on a person
         self._ids = itertools.count(1)
         self._write_lock = asyncio.Lock()
 
@@ -136,6 +137,13 @@ class _Connection:
         failure: ToolError
         try:
             async for answer in stream:
+                if answer.WhichOneof("answer") == "waiting":
+                    # Not an answer: the call waits for a person, for as long as it takes.
+                    # This client sets no deadline on a call, so there is none to lift; the
+                    # call stays pending until its answer arrives.
+                    self.waiting[answer.call_id] = answer.waiting
+                    continue
+                self.waiting.pop(answer.call_id, None)
                 future = self._pending.pop(answer.call_id, None)
                 if future is not None and not future.done():
                     future.set_result(answer)

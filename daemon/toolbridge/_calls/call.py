@@ -12,7 +12,9 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge._calls import approvals
 from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.limits import in_flight_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable.attempts import run_attempts
@@ -79,13 +81,32 @@ def _call_input(positional: list[Any], named: dict[str, Any]) -> str:
 
 
 async def call_tool(
-    scope: CommandScope, tool_name: str, positional_json: bytes, named_json: bytes
+    scope: CommandScope,
+    tool_name: str,
+    positional_json: bytes,
+    named_json: bytes,
+    *,
+    on_waiting: approvals.OnWaiting | None = None,
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
+    ``on_waiting`` is told when the call starts to wait for a person's decision.
+
     Raises:
-        ProtocolError: for calls the protocol refuses before any tool is involved.
+        ProtocolError: for calls the protocol refuses before any tool is involved
+            (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
+    with in_flight_slot(scope):
+        return await _call_tool(scope, tool_name, positional_json, named_json, on_waiting)
+
+
+async def _call_tool(
+    scope: CommandScope,
+    tool_name: str,
+    positional_json: bytes,
+    named_json: bytes,
+    on_waiting: approvals.OnWaiting | None,
+) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
     if size > options.max_request_bytes:
@@ -101,6 +122,7 @@ async def call_tool(
     scope.calls += 1
     allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
     if not allowed:
+        scope.stop.note("max_calls")  # the outcome says so even if the command ends first
         asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
         return CallOutcome(
             "",
@@ -118,7 +140,9 @@ async def call_tool(
         return _outcome(recorded, replayed=True)
 
     async def work() -> CallOutcome:
-        return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
+        return await _run_tool_step(
+            scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
+        )
 
     return await run.single_flight(key, work, shield=True)
 
@@ -132,6 +156,7 @@ async def _run_tool_step(
     positional: list[Any],
     named: dict[str, Any],
     named_json: bytes,
+    on_waiting: approvals.OnWaiting | None = None,
 ) -> CallOutcome:
     run = scope.run
     journal = run.journal
@@ -152,7 +177,7 @@ async def _run_tool_step(
             # key, either way. A call still running after a moment is recorded as running, so
             # that the trace shows it.
             asyncio.get_running_loop().call_later(START_RECORD_DELAY, _record_running, rec, journal)
-    elif tool.at_most_once:
+    elif tool.at_most_once and not approvals.was_waiting(rec):
         # A crash interrupted this call after it may have started: never run it again.
         return await _finish(
             rec,
@@ -172,6 +197,11 @@ async def _run_tool_step(
         bound = await start_hook(tool, bound, rec)
     except ToolError as exc:
         return await _finish(rec, scope, error=exc)
+    verdict = await approvals.gate(scope, tool, tool_name, rec, bound, on_waiting)
+    if verdict is not None:  # it needed a person, who said no (or answered), or it still waits
+        if verdict.suspended is not None:
+            return CallOutcome(key, error=verdict.suspended)  # not recorded: the step waits on
+        return await _finish(rec, scope, result=verdict.result, error=verdict.error)
 
     async def attempt(number: int) -> Any:
         context = ToolContext(

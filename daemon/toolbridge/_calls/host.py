@@ -12,11 +12,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolbridge._calls.approvals import SUSPENDED
 from toolbridge._calls.call import call_tool
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import StepsFactory
-from toolbridge._errors import ProtocolError, ToolError
+from toolbridge._errors import ProtocolError, RunWaiting, ToolError
 from toolbridge._json import dumps
 from toolbridge._options import ToolOptions
 from toolbridge._tools.tool import Tool
@@ -61,21 +63,30 @@ async def call_registered_tool(
     name: str,
     arguments: Mapping[str, Any] | Sequence[Any] | None,
     options: ToolOptions,
+    approvals: ApprovalHub,
 ) -> Any:
     """Call ``tools[name]`` as a durable step of ``run`` and return its JSON result.
 
     Raises:
+        RunWaiting: when the call still waits for a person after ``options.approval_hold``.
         ToolError: the call's failure (now, or as recorded when the run is replayed).
         TypeError: for arguments that are not JSON.
     """
     positional, named = encode_arguments(arguments)
     scope = CommandScope(
-        run=run, command_key="", tools=dict(tools), options=options, steps_factory=steps_factory
+        run=run,
+        command_key="",
+        tools=dict(tools),
+        options=options,
+        steps_factory=steps_factory,
+        approvals=approvals,
     )
     try:
         outcome = await call_tool(scope, name, positional, named)
     except ProtocolError as exc:
         raise ToolError(exc.message, type=_REFUSAL_TYPES.get(exc.code, "ProtocolError")) from None
+    if outcome.error is not None and outcome.error.type == SUSPENDED:
+        raise RunWaiting(run.run_id, await approvals.store.list(run_id=run.run_id, states=["pending"]))
     if outcome.error is not None:
         raise outcome.error
     return json.loads(outcome.result_json or "null")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._durable.runstate import KeyCounter, RunState
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._options import ToolOptions
@@ -27,8 +28,10 @@ class CommandScope:
     tools: dict[str, Tool]
     options: ToolOptions
     steps_factory: StepsFactory  # builds ctx.step for tool groups
+    approvals: ApprovalHub  # where calls that need a person wait
     stop: StopSignal = field(default_factory=StopSignal)
     calls: int = 0
+    in_flight: int = 0  # calls being answered now (see _calls.limits)
     keys: KeyCounter = field(default_factory=KeyCounter)
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.

@@ -43,6 +43,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="resume the runs of the bridge's durable functions whose daemon died (lease expired)",
     )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT, seconds that calls in flight get to finish (the bridge's shutdown_grace)",
+    )
     serve.set_defaults(handler=_serve)
 
     token = commands.add_parser(
@@ -118,6 +124,11 @@ def _serve(args: argparse.Namespace) -> int:
         bridge.enable_recovery()
     if args.socket is not None or args.listen is not None:
         bridge.serve_on(socket=args.socket, listen=args.listen)
+    if args.grace is not None:
+        try:
+            bridge.shutdown_grace = args.grace
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
     if args.listen is not None:
         _warn_if_public(args.listen)
     asyncio.run(serve_until_stopped(bridge))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import sys
 import uuid
 import warnings
@@ -93,7 +95,9 @@ def _call(args: argparse.Namespace) -> int:
         bridge = Bridge(journal=args.journal, tools=bridge.tools)  # a bridge with its own journal=
     run_id = args.run_id or uuid.uuid4().hex
     try:
-        result = asyncio.run(_call_tool(bridge, args.tool, arguments, run_id))
+        location = bridge.journal_location
+        where = f" --journal {shlex.quote(os.path.abspath(location))}" if location else ""
+        result = asyncio.run(_call_tool(bridge, args.tool, arguments, run_id, where))
     except ToolError as exc:
         print(f"toolbridge: {args.tool} failed: {exc.type}: {exc.message}", file=sys.stderr)
         if bridge.journal_location is not None:  # journal=None keeps no record
@@ -103,9 +107,28 @@ def _call(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _call_tool(bridge: Bridge, name: str, arguments: dict[str, Any] | list[Any], run_id: str) -> Any:
+async def _call_tool(
+    bridge: Bridge, name: str, arguments: dict[str, Any] | list[Any], run_id: str, where: str
+) -> Any:
     async with bridge:
-        return await bridge.call_tool(name, arguments, run_id=run_id)
+        hint = asyncio.create_task(_say_when_waiting(bridge, run_id, where))
+        try:
+            return await bridge.call_tool(name, arguments, run_id=run_id)
+        finally:
+            hint.cancel()
+
+
+async def _say_when_waiting(bridge: Bridge, run_id: str, journal: str) -> None:
+    """Tell the person at the terminal how to decide a call that waits for them."""
+    told: set[str] = set()
+    while True:
+        await asyncio.sleep(0.2)
+        for req in await bridge.approvals.list(run_id):
+            if req.id not in told:
+                told.add(req.id)
+                verb = "answer" if req.kind == "input" else "approve"
+                how = f"toolbridge approvals {verb} {req.id}{journal}"
+                print(f"toolbridge: {req.summary} waits for a person: {how}", file=sys.stderr, flush=True)
 
 
 def _definitions(args: argparse.Namespace) -> int:

@@ -1,4 +1,9 @@
-"""``toolbridge runs`` and ``toolbridge trace RUN_ID``: read the journal as a user would."""
+"""``toolbridge runs`` and ``toolbridge trace RUN_ID``: read the journal as a user would.
+
+The trace shows what the web view shows, in text (both read :mod:`toolbridge._ui.view`):
+attempts with their errors and output-validation reasons, hooks, the windows of a wait,
+waiting and stale steps. ``--follow`` redraws it while the run goes on, until it ends.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +17,28 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError, add_journal_option, journal_location
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
+from toolbridge._ui.view import entry_view, step_marker
+
+FOLLOW_EVERY = 0.5
+"""Seconds between two looks at the journal while ``--follow`` waits for a run to change."""
 
 PREVIEW = 60
 """Characters of an input, output or error shown in the terminal view (--json shows all)."""
 
-_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow"}
+REASON = 240
+"""Characters of an output-validation reason shown: the reason is the point of the line."""
+
+_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "waiting": "magenta"}
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -35,6 +49,9 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     runs.set_defaults(handler=_runs)
     trace = commands.add_parser("trace", help="show one run's steps as a tree")
     trace.add_argument("run_id", metavar="RUN_ID")
+    trace.add_argument(
+        "--follow", action="store_true", help="redraw the trace while the run goes on, until it ends"
+    )
     _common(trace)
     trace.set_defaults(handler=_trace)
 
@@ -44,48 +61,42 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _read(
-    args: argparse.Namespace, run_id: str | None, limit: int
-) -> tuple[list[RunSummary], list[StepRecord]]:
+Read = tuple[list[RunSummary], list[StepRecord], list[ApprovalRequest]]
+
+
+def _journal(args: argparse.Namespace) -> Journal:
+    """The journal ``--journal`` (or ``TOOLBRIDGE_JOURNAL``, or toolbridge.db) names."""
     location = journal_location(args, fallback="toolbridge.db")
     assert location is not None
     if "://" not in location and not Path(location).exists():
         raise CLIError(f"no journal at {location} (pass --journal PATH or a postgresql:// URL)")
     try:
-        journal = open_journal(location)
+        return open_journal(location)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    return asyncio.run(_read_journal(journal, run_id, limit))
 
 
-async def _read_journal(
-    journal: Journal, run_id: str | None, limit: int
-) -> tuple[list[RunSummary], list[StepRecord]]:
+def _read(args: argparse.Namespace, run_id: str | None, limit: int) -> Read:
+    return asyncio.run(_read_journal(_journal(args), run_id, limit))
+
+
+async def _read_journal(journal: Journal, run_id: str | None, limit: int) -> Read:
+    path = "this journal"
     await journal.open()
     try:
         if run_id is None:
-            return await journal.list_runs(limit), []
+            return await journal.list_runs(limit), [], []
         run = await journal.get_run(run_id)
         if run is None:
-            raise CLIError(f"no run {run_id!r} in this journal")
-        return [run], await journal.load_steps(run_id)
+            raise CLIError(f"no run {run_id!r} in {path}")
+        requests = await journal.approvals.list(run_id=run_id)
+        return [run], await journal.load_steps(run_id), requests
     finally:
         await journal.close()
 
 
-def _holder(run: RunSummary) -> tuple[str, str]:
-    """Who holds the run and until when, as ``toolbridge runs`` shows them."""
-    if run.owner is None:
-        return "", ""
-    if run.lease_expires_at is None:
-        return run.owner, "released"
-    if run.lease_expires_at <= time.time():
-        return run.owner, f"expired {_time(run.lease_expires_at)}"
-    return run.owner, f"until {_time(run.lease_expires_at)}"
-
-
 def _runs(args: argparse.Namespace) -> int:
-    runs, _ = _read(args, None, args.limit)
+    runs, _, _ = _read(args, None, args.limit)
     if args.json:
         print(json.dumps([run_to_dict(run) for run in runs], indent=2))
         return 0
@@ -105,11 +116,81 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    (run,), steps = _read(args, args.run_id, 1)
-    roots = build_tree(steps)
+    if args.follow:
+        if args.json:
+            raise CLIError("--follow redraws the tree; it does not combine with --json")
+        return asyncio.run(_follow(_journal(args), args.run_id))
+    (run,), steps, requests = _read(args, args.run_id, 1)
+    roots = build_tree(steps, requests)
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
         return 0
+    _console().print(_tree(run, steps))
+    return 0
+
+
+def _holder(run: RunSummary) -> tuple[str, str]:
+    """Who holds the run and until when, as ``toolbridge runs`` shows them."""
+    if run.owner is None:
+        return "", ""
+    if run.lease_expires_at is None:
+        return run.owner, "released"
+    if run.lease_expires_at <= time.time():
+        return run.owner, f"expired {_time(run.lease_expires_at)}"
+    return run.owner, f"until {_time(run.lease_expires_at)}"
+
+
+async def _follow(journal: Journal, run_id: str) -> int:
+    """Redraw the trace whenever the run changes, until it is no longer running.
+
+    On a terminal the tree is redrawn in place; piped, each changed tree is printed after
+    the last, so a reader sees every state the run went through.
+    """
+    console = _console()
+    path = "this journal"
+    await journal.open()
+    try:
+        with (
+            Live(console=console, auto_refresh=False, transient=False)
+            if console.is_terminal
+            else _Printer(console) as out
+        ):
+            shown: object = None
+            while True:
+                run = await journal.get_run(run_id)
+                if run is None:
+                    raise CLIError(f"no run {run_id!r} in {path}")
+                steps = await journal.load_steps(run_id)
+                state = (run, [(s.key, s.status, s.attempts, len(s.attempt_log), s.stale) for s in steps])
+                if state != shown:
+                    shown = state
+                    out.update(_tree(run, steps), refresh=True)
+                if run.status != "running":
+                    return 0 if run.status == "completed" else 1
+                await asyncio.sleep(FOLLOW_EVERY)
+    finally:
+        await journal.close()
+
+
+class _Printer:
+    """``Live``'s ``update`` for output that is not a terminal: print each tree in turn."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
+    def __enter__(self) -> _Printer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, renderable: Tree, *, refresh: bool = False) -> None:
+        self._console.print(renderable)
+        self._console.file.flush()
+
+
+def _tree(run: RunSummary, steps: list[StepRecord]) -> Tree:
+    roots = build_tree(steps)
     duration = None if run.finished_at is None else run.finished_at - run.started_at
     label = Text.assemble(
         ("run ", "bold"),
@@ -121,12 +202,12 @@ def _trace(args: argparse.Namespace) -> int:
         "  owner {} ({})".format(*_holder(run)) if run.owner else "",
     )
     tree = Tree(label)
+    finished = run.status != "running"
     for node in roots:
-        _add(tree, node)
+        _add(tree, node, finished)
     if run.error:
         tree.add(Text(f"error: {_cut(run.error)}", style="red"))
-    _console().print(tree)
-    return 0
+    return tree
 
 
 def _summary(step: StepRecord) -> tuple[str, str]:
@@ -146,7 +227,7 @@ def _summary(step: StepRecord) -> tuple[str, str]:
     return shown_in, "" if step.output_json is None else step.output_json
 
 
-def _add(parent: Tree, node: TraceNode) -> None:
+def _add(parent: Tree, node: TraceNode, finished: bool) -> None:
     step = node.step
     line = Text.assemble(
         (step.name, "bold"),
@@ -156,8 +237,9 @@ def _add(parent: Tree, node: TraceNode) -> None:
     )
     if step.attempts > 1:
         line.append(f"  {step.attempts} attempts")
-    if step.stale:
-        line.append("  not asked for again", style="magenta")
+    marker = step_marker(step, run_finished=finished)
+    if marker:
+        line.append(f"  {marker}", style="magenta" if step.stale else "yellow")
     shown_in, shown_out = _summary(step)
     if shown_in:
         line.append(f"  {_cut(shown_in)}", style="cyan")
@@ -167,46 +249,48 @@ def _add(parent: Tree, node: TraceNode) -> None:
         detail = f"{step.error.get('type', '')}: {step.error.get('message', '')}"
         line.append(f" → {_cut(detail)}", style="red")
     branch = parent.add(line)
-    # Attempts add to the step's own line when there were several, or when one holds the
-    # detail of an unexpected failure (which the step's error deliberately leaves out).
-    if step.attempts > 1 or any(
-        "exception" in (a.get("error") or {}) or "hook" in a for a in step.attempt_log
-    ):
-        for attempt in step.attempt_log:
-            _add_attempt(branch, attempt)
+    # Entries add to the step's own line when there is more to say than one plain attempt:
+    # retries, hooks, wait windows, the detail of an unexpected failure or of a result that
+    # failed its output schema (which the step's error deliberately leaves out).
+    entries = [entry_view(entry) for entry in step.attempt_log]
+    if len(entries) > 1 or any(entry["kind"] != "attempt" or entry["tone"] != "plain" for entry in entries):
+        for entry in entries:
+            branch.add(_entry_line(entry))
+    for req in node.approvals:
+        branch.add(_request_line(req))
     for child in node.children:
-        _add(branch, child)
+        _add(branch, child, finished)
 
 
-def _add_attempt(parent: Tree, attempt: dict[str, Any]) -> None:
-    if "attempt" not in attempt:  # a lifecycle hook's record (see _hooks.py)
-        parent.add(_hook_line(attempt))
-        return
-    finished = attempt.get("finished_at")
-    took = None if finished is None else finished - attempt["started_at"]
-    line = Text(f"attempt {attempt['attempt']}  {_duration(took)}", style="dim")
-    error = attempt.get("error")
-    if error:
-        detail = error.get("exception") or f"{error.get('type')}: {error.get('message')}"
-        line.append(f"  {_cut(detail)}", style="red")
-        if error.get("error_id"):
-            line.append(f"  ({error['error_id']})", style="dim")
-    parent.add(line)
+_TONE_STYLE = {"error": "red", "change": "yellow", "wait": "blue", "plain": "dim"}
 
 
-def _hook_line(entry: dict[str, Any]) -> Text:
-    hook = entry.get("hook", "hook")
-    error = entry.get("error")
-    if isinstance(error, dict):
-        detail = error.get("exception") or f"{error.get('type')}: {error.get('message')}"
-        return Text(f"{hook}: {_cut(detail)}", style="red")
-    if "input" in entry:
-        return Text(f"{hook}: changed the input to {_cut(json.dumps(entry['input']))}", style="yellow")
-    if "tool_result" in entry:
-        return Text(
-            f"{hook}: replaced the tool's result {_cut(json.dumps(entry['tool_result']))}", style="yellow"
-        )
-    return Text(f"{hook}: kept it as it was", style="dim")
+def _entry_line(entry: dict[str, Any]) -> Text:
+    line = Text(
+        f"{_cut(entry['label'], REASON)}  {_duration(entry['duration'])}", style=_TONE_STYLE[entry["tone"]]
+    )
+    if entry.get("output_error"):
+        line.append(f"  output failed validation: {_cut(entry['output_error'], REASON)}", style="red")
+    elif entry.get("error"):
+        line.append(f"  {_cut(entry['error'])}", style="red")
+    if entry.get("error_id"):
+        line.append(f"  ({entry['error_id']})", style="dim")
+    return line
+
+
+def _request_line(req: ApprovalRequest) -> Text:
+    """A request under its call: ``approval apr_…  approved by alice via cli at …: reason``."""
+    style = {"approved": "green", "pending": "magenta"}.get(req.state, "red")
+    line = Text(f"{req.kind} {req.id}  ", style="dim")
+    if req.state == "pending":
+        line.append(f"pending since {_time(req.created_at)}", style=style)
+    else:
+        by = f" by {req.decided_by}" if req.decided_by else ""
+        how = "answered" if req.kind == "input" and req.state == "approved" else req.state
+        line.append(f"{how}{by} via {req.channel} at {_time(req.decided_at or 0)}", style=style)
+    if req.reason:
+        line.append(f": {_cut(req.reason)}")
+    return line
 
 
 def _console() -> Console:
@@ -215,9 +299,9 @@ def _console() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, limit: int = PREVIEW) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _duration(seconds: float | None) -> str:

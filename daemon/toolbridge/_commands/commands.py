@@ -9,6 +9,7 @@ are answered from the journal.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -18,9 +19,9 @@ from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services, command_environment
+from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
-from toolbridge._durable.steps import expect_kind
-from toolbridge._errors import SandboxError
+from toolbridge._errors import RunWaiting, SandboxError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
@@ -28,6 +29,8 @@ from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
 from toolbridge._tools.tool import to_tools
 
 __all__ = ["CommandResult", "Commands", "execute_command"]
+
+log = logging.getLogger("toolbridge")
 
 OUTPUT_LIMIT = 1024 * 1024
 """Bytes of a command's stdout, and of its stderr, that are kept."""
@@ -43,6 +46,10 @@ class CommandResult:
         stderr: What it wrote to stderr (the first MiB), decoded as UTF-8.
         stopped: Why toolbridge stopped it, if it did: ``"timeout"`` or ``"max_calls"``.
         replayed: True when this result came from the journal without running anything.
+        not_asked_again: When an interrupted command ran again: the step keys of the tool
+            calls it had made before, with their recorded results, that this run did not
+            make again (its code asked for other arguments). They stay in the journal,
+            marked in the trace; nothing else happens to them.
     """
 
     exit_code: int
@@ -50,6 +57,7 @@ class CommandResult:
     stderr: str
     stopped: Literal["timeout", "max_calls"] | None = None
     replayed: bool = False
+    not_asked_again: tuple[str, ...] = ()
 
 
 def _argv(command: str | Sequence[str]) -> list[str]:
@@ -72,7 +80,7 @@ class Commands:
         name: str,
         command: str | Sequence[str],
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
@@ -83,11 +91,13 @@ class Commands:
         Args:
             name: The step id of the command in the run.
             command: A string (split like a shell would, but run without one) or a list.
-            tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``.
+            tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``; or a
+                list of named tools (``tool.step(name=...)``, ``toolbridge.ask_user()``).
             tool_options: Limits and retries for the calls (``ToolOptions()`` by default).
             timeout: Seconds before the command's process tree is killed (5 minutes).
             env: Variables added to the command's scrubbed environment.
-            cwd: Working directory; the host's current directory by default.
+            cwd: Working directory (a relative one is taken from the host's current
+                directory); the host's current directory by default.
 
         Returns:
             The command's :class:`CommandResult`; on replay, the recorded one.
@@ -95,21 +105,28 @@ class Commands:
         Raises:
             ValueError, TypeError: for invalid tools, names or options, before anything runs.
             SandboxError: when the sandbox cannot start the command.
+            RunWaiting: when a call still waits for a person after
+                ``tool_options.approval_hold``; the command was stopped, and entering the
+                run again once it is decided resumes it.
             RunLeaseLostError: when another daemon took the run over (its lease had run out):
                 the command was stopped, and the run goes on there.
         """
         argv = _argv(command)
         tool_map = to_tools(tools or {})
         options = tool_options or ToolOptions()
-        work_dir = Path(cwd) if cwd is not None else Path.cwd()
+        # A relative cwd means the host's current directory's, under every launcher (bwrap
+        # changes directory inside its own mount namespace, where a relative path means nothing).
+        work_dir = Path.cwd() / cwd if cwd is not None else Path.cwd()
         key = self._key_for(name)
         rec = self._run.claim(key)
+        identity = {"argv": argv, "tools": sorted(tool_map)}
         if rec is not None and rec.status == "completed":
-            recorded = json.loads(expect_kind(rec, "command").output_json or "{}")
+            recorded = json.loads(expect_step(rec, "command", identity).output_json or "{}")
+            recorded["not_asked_again"] = tuple(recorded.get("not_asked_again", ()))
             return CommandResult(**{**recorded, "replayed": True})
 
         async def work() -> CommandResult:
-            step, outcome = await execute_command(
+            step, outcome, stale = await execute_command(
                 self._services,
                 self._run,
                 key,
@@ -121,12 +138,14 @@ class Commands:
                 timeout=timeout,
                 env=env,
                 cwd=work_dir,
+                identity={**identity, "cwd": str(work_dir)},
             )
             result = CommandResult(
                 exit_code=outcome.exit_code,
                 stdout=outcome.stdout.decode(errors="replace"),
                 stderr=outcome.stderr.decode(errors="replace"),
-                stopped=outcome.stopped if outcome.stopped != "cancelled" else None,
+                stopped=outcome.stopped if outcome.stopped in ("timeout", "max_calls") else None,
+                not_asked_again=tuple(stale),
             )
             recorded = asdict(result)
             del recorded["replayed"]
@@ -150,30 +169,40 @@ async def execute_command(
     timeout: float | None,
     env: Mapping[str, str] | None,
     cwd: Path,
+    identity: Mapping[str, Any],
     writable: Sequence[Path] = (),
-) -> tuple[StepRecord, ProcessOutcome]:
+) -> tuple[StepRecord, ProcessOutcome, list[str]]:
     """Start a command step (or restart an interrupted one) and run it to its end.
 
-    The caller records the step's outcome. A command that could not start is recorded as
-    failed and raises; replay starts it again, since the cause is usually the machine.
+    ``identity`` is what the step records as its input, checked when an interrupted step
+    runs again. The caller records the step's outcome. A command that could not start is
+    recorded as failed and raises; replay starts it again, since the cause is usually the
+    machine.
+
+    Returns:
+        The step, how the process ended, and the keys of recorded calls it did not make
+        again (when it was run again after an interruption).
     """
     rec = run.steps.get(key)
     if rec is None:
-        rec = run.new_step(
-            key,
-            parent_key=None,
-            kind=kind,
-            name=name,
-            input_json=canonical({"argv": argv, "tools": sorted(tools), "cwd": str(cwd)}),
-        )
-    else:
+        rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
+    elif rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError":
+        # It never started: nothing of it ran, so it may start now as it is asked for.
         expect_kind(rec, kind)
+        rec.input_json = canonical(dict(identity))
+    else:
+        expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
         rec.status, rec.error, rec.finished_at = "running", None, None
     rec.attempts += 1
     run.journal.write(rec)
     run.executed_parents.add(key)
     scope = CommandScope(
-        run=run, command_key=key, tools=dict(tools), options=options, steps_factory=services.steps_factory
+        run=run,
+        command_key=key,
+        tools=dict(tools),
+        options=options,
+        steps_factory=services.steps_factory,
+        approvals=services.approvals,
     )
     token, token_id = services.tokens.mint(scope)
     spec = LaunchSpec(
@@ -198,5 +227,10 @@ async def execute_command(
         forget()
         services.tokens.revoke(token_id)
     await run.check_lease()
-    run.mark_stale(key)
-    return rec, outcome
+    if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
+        pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
+        raise RunWaiting(run.run_id, pending)
+    stale = run.mark_stale(key)
+    if stale:
+        log.warning("command %r ran again without asking for %d recorded call(s): %s", key, len(stale), stale)
+    return rec, outcome, stale

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.steps import StepsFactory
@@ -29,6 +30,7 @@ class Services:
     socket_dir: Path | None
     events: EventBus
     steps_factory: StepsFactory
+    approvals: ApprovalHub
 
 
 def command_environment(services: Services, token: str, extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -11,16 +11,16 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from toolbridge._commands.commands import Commands, execute_command
 from toolbridge._commands.services import Services
+from toolbridge._durable.identity import expect_step
 from toolbridge._durable.runstate import RunState
-from toolbridge._durable.steps import expect_kind
 from toolbridge._errors import SandboxError, SnippetError
-from toolbridge._json import canonical
+from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import ProcessOutcome
@@ -47,7 +47,7 @@ class Sandbox:
         step_id: str,
         code: str,
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
@@ -57,7 +57,8 @@ class Sandbox:
 
         The snippet may use top-level ``await`` and ``return``; ``tools``, ``ToolError`` and
         ``definitions`` are defined without an import. The returned value travels as JSON
-        and is validated against ``output`` (a type, a pydantic model or a JSON Schema).
+        and is validated strictly against ``output`` (a type, a pydantic model or a JSON
+        Schema): ``"12"`` or ``12.0`` is not an ``int``, and objects are closed.
 
         Raises:
             SnippetError: when the snippet raises, exits non-zero, or returns a value that
@@ -82,7 +83,7 @@ class Sandbox:
         step_id: str,
         code: str,
         *,
-        tools: Mapping[str, object] | None = None,
+        tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
@@ -116,7 +117,7 @@ class Sandbox:
         filename: str,
         runner: list[str],
         *,
-        tools: Mapping[str, object] | None,
+        tools: Mapping[str, object] | Sequence[object] | None,
         output: Any,
         tool_options: ToolOptions | None,
         timeout: float | None,
@@ -138,24 +139,24 @@ class Sandbox:
                     exit_code=error.get("exit_code"),
                     stderr=str(error.get("stderr", "")),
                 )
-            value = json.loads(step.output_json or "null")
             if output_schema is None:
-                return value
+                return json.loads(step.output_json or "null")
             try:
-                return output_schema.validate_python(value, strict=False)
+                return output_schema.validate_json(step.output_json or "null", strict=True)
             except SchemaValidationError as exc:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
         # A snippet that could not start is tried again; any other outcome is replayed.
-        if rec is not None and rec.done and not _failed_to_start(expect_kind(rec, kind)):
-            return result(rec)
+        identity = {"code_sha256": digest(code, 64), "tools": sorted(tool_map)}
+        if rec is not None and rec.done and not _failed_to_start(rec):
+            return result(expect_step(rec, kind, identity))
 
         async def work() -> Any:
             work_dir = Path(tempfile.mkdtemp(prefix="toolbridge-snippet-"))
             try:
                 (work_dir / filename).write_text(code, encoding="utf-8")
                 result_path = work_dir / "result.json"
-                step, outcome = await execute_command(
+                step, outcome, _ = await execute_command(
                     self._services,
                     self._run,
                     key,
@@ -167,9 +168,9 @@ class Sandbox:
                     timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     cwd=work_dir,
+                    identity={"code": code, **identity},
                     writable=[work_dir],
                 )
-                step.input_json = canonical({"code": code, "tools": sorted(tool_map)})
                 _record_snippet(step, outcome, result_path, output_schema)
             finally:
                 shutil.rmtree(work_dir, ignore_errors=True)
@@ -226,7 +227,9 @@ def _record_snippet(step: StepRecord, outcome: ProcessOutcome, result_path: Path
     try:
         value = json.loads(text)
         if output_schema is not None:
-            output_schema.validate_python(value, strict=False)
+            # Strict, as a strict tool's arguments are (and as the seed's ``z.number()``
+            # is): ``"12"`` or ``12.0`` is not an ``int``, and no fields beyond the schema's.
+            output_schema.validate_json(text, strict=True)
     except (ValueError, SchemaValidationError) as exc:
         step.fail({**failure, "message": f"the snippet's value does not match output: {exc}"})
         return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,9 +38,6 @@ FORMATS: tuple[DefinitionFormat, ...] = ("anthropic", "openai", "openai-strict",
 
 ANY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
 """The input schema of a tool declared without one: it takes any object."""
-
-CONFIRMATION_NOTE = "Each call to this tool needs a person's confirmation."
-"""Appended to the description of a ``requires_confirmation`` tool in formats without a field for it."""
 
 MCP_CONFIRMATION_KEY = "toolbridge/requires_confirmation"
 """The ``_meta`` key that marks a ``requires_confirmation`` tool in MCP definitions."""
@@ -164,12 +161,6 @@ def _drop_root_keywords(
     return {key: value for key, value in schema.items() if key not in refused}, dropped
 
 
-def _description(tool: Tool) -> str:
-    if not tool.requires_confirmation:
-        return tool.description
-    return f"{tool.description}\n\n{CONFIRMATION_NOTE}" if tool.description else CONFIRMATION_NOTE
-
-
 def build_definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") -> BuiltDefinition:
     """One tool's definition in ``format``, with what the format could not carry.
 
@@ -188,7 +179,7 @@ def _build(name: str, tool: Tool, format: DefinitionFormat) -> BuiltDefinition:
     if format == "mcp":
         return _mcp(name, tool, schema)
     schema, dropped = _drop_root_keywords(name, schema, format)
-    description = _description(tool)
+    description = tool.description
     if format == "anthropic":
         return BuiltDefinition(
             {"name": name, "description": description, "input_schema": schema}, tuple(dropped)
@@ -229,7 +220,8 @@ def _mcp(name: str, tool: Tool, schema: dict[str, Any]) -> BuiltDefinition:
                     "output schemas, so outputSchema is left out",
                 )
             )
-    if tool.requires_confirmation:
+    if tool.requires_confirmation is not False:
+        # MCP's annotations have no hint for it; _meta is where a protocol extension goes.
         result["_meta"] = {MCP_CONFIRMATION_KEY: True}
     return BuiltDefinition(result, tuple(dropped))
 
@@ -243,7 +235,9 @@ def definition(name: str, tool: Tool, format: DefinitionFormat = "anthropic") ->
     return build_definition(name, tool, format).definition
 
 
-def tool_definitions(tools: Mapping[str, object], format: DefinitionFormat = "anthropic") -> ToolDefinitions:
+def tool_definitions(
+    tools: Mapping[str, object] | Sequence[object], format: DefinitionFormat = "anthropic"
+) -> ToolDefinitions:
     """Definitions of ``tools`` for a model API, ordered by name.
 
     Each definition is what the provider accepts, ready to pass as the request's ``tools``:
@@ -257,8 +251,9 @@ def tool_definitions(tools: Mapping[str, object], format: DefinitionFormat = "an
       with ``strict: false``;
     - ``"mcp"``: ``{name, description, inputSchema, outputSchema}`` (Model Context Protocol).
 
-    A tool without an input schema takes any object. A ``requires_confirmation`` tool says
-    so in ``_meta`` (MCP) or in its description (the others, which have no field for it).
+    A tool without an input schema takes any object. Descriptions are as written. A
+    ``requires_confirmation`` tool says so in MCP's ``_meta``; the other formats have no field
+    for it (toolbridge enforces it on every call, whatever the model was told).
 
     Args:
         tools: Name -> tool, as given to ``commands.run``.

@@ -17,6 +17,7 @@ from toolbridge._errors import ToolError
 from toolbridge._journal.base import Journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
+from toolbridge._tools.threads import attempt_threads, wait_for_threads
 
 
 async def run_attempts(
@@ -44,10 +45,11 @@ async def run_attempts(
         entry: dict[str, Any] = {"attempt": number, "started_at": now()}
         rec.attempt_log.append(entry)
         try:
-            if timeout is None:
-                return await attempt(number)
-            async with asyncio.timeout(timeout):
-                return await attempt(number)
+            with attempt_threads() as threads:
+                if timeout is None:
+                    return await attempt(number)
+                async with asyncio.timeout(timeout):
+                    return await attempt(number)
         except ToolError as exc:
             failure = exc
             entry["error"] = exc.to_dict()
@@ -71,3 +73,6 @@ async def run_attempts(
             raise failure
         journal.write(rec)
         await asyncio.sleep(options.backoff(number))
+        # Never two attempts of a step at once: a sync tool past its timeout still runs in
+        # its thread (nothing can stop it), and the retry waits until it has returned.
+        await wait_for_threads(threads)

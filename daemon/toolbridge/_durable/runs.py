@@ -28,6 +28,7 @@ from toolbridge._records import RunStatus
 
 __all__ = ["Runs"]
 
+
 log = logging.getLogger("toolbridge")
 
 
@@ -89,9 +90,16 @@ class Runs:
                 state.renew = functools.partial(self._renew_once, state)
             if run_id not in self._renewals:
                 self._renew_while_open(state)
-        else:
-            await self._journal.enter_run(run_id, lease=self._lease)
+            state.entries += 1
+            return state
+        # Counted before the await: the last other entry leaving meanwhile must not close the
+        # run under this one (an MCP retry arriving as the call it retries finishes).
         state.entries += 1
+        try:
+            await self._journal.enter_run(run_id, lease=self._lease)
+        except BaseException:
+            state.entries -= 1
+            raise
         return state
 
     def _renew_while_open(self, state: RunState) -> None:
@@ -121,12 +129,15 @@ class Runs:
         state.lose(RunLeaseLostError(state.run_id, None if holder is None else holder.owner))
         return False
 
-    async def leave(self, state: RunState, status: RunStatus | None, error: str | None = None) -> None:
+    async def leave(
+        self, state: RunState, status: RunStatus | None, error: str | None = None, *, suspend: bool = False
+    ) -> None:
         """Leave a run entered with :meth:`enter`.
 
         With a ``status``, the run is recorded as ending so now; with ``None``, it is
-        recorded as completed only when its last entry leaves. The last entry releases the
-        run's lease.
+        recorded as completed only when its last entry leaves. With ``suspend``, it stays
+        recorded as running (it waits for a person; a later entry resumes it). The last
+        entry releases the run's lease.
         """
         try:
             if status is not None:
@@ -139,7 +150,7 @@ class Runs:
                 if renewal is not None:
                     renewal.cancel()
                 try:
-                    if status is None:
+                    if status is None and not suspend:
                         await self._journal.end_run(state.run_id, "completed")
                 finally:
                     await self._journal.release_run(state.run_id)

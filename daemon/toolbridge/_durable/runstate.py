@@ -123,12 +123,19 @@ class RunState:
             task.add_done_callback(self._background.discard)
         return await (asyncio.shield(task) if shield else task)
 
-    def mark_stale(self, parent_key: str | None) -> None:
-        """Mark recorded children of ``parent_key`` that this execution did not ask for."""
-        for rec in self.steps.values():
+    def mark_stale(self, parent_key: str | None) -> list[str]:
+        """Mark recorded children of ``parent_key`` that this execution did not ask for.
+
+        Returns:
+            Their keys, in the order they were first recorded.
+        """
+        marked = []
+        for rec in sorted(self.steps.values(), key=lambda rec: rec.seq):
             if rec.parent_key == parent_key and rec.key not in self.claimed and not rec.stale:
                 rec.stale = True
                 self.journal.write(rec)
+                marked.append(rec.key)
+        return marked
 
 
 class KeyCounter:

@@ -8,9 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge._durable.attempts import run_attempts
+from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
+from toolbridge._durable.identity import expect_step, function_name
 from toolbridge._durable.runstate import KeyCounter, RunState
-from toolbridge._errors import ReplayMismatchError, StepError, ToolError
+from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
@@ -30,16 +32,6 @@ def check_step_id(step_id: object) -> str:
             f"invalid step id {step_id!r}: use a non-empty string of at most 200 characters without '/'"
         )
     return step_id
-
-
-def expect_kind(rec: StepRecord, kind: str) -> StepRecord:
-    """Raise when replay finds another kind of step under the same key."""
-    if rec.kind != kind:
-        raise ReplayMismatchError(
-            f"step {rec.key!r} was recorded as a {rec.kind} step but is now asked for as a "
-            f"{kind} step: the run's code changed; use a new run id"
-        )
-    return rec
 
 
 class Steps:
@@ -75,23 +67,26 @@ class Steps:
         body: Callable[[StepRecord], Awaitable[Any]],
         *,
         input_value: Any = None,
+        identity: Mapping[str, Any] | None = None,
         nests: bool = False,
     ) -> Any:
         """Run ``body`` once as the step ``step_id``; replay returns what it recorded.
 
         ``body`` gets the step's record (fresh, or left ``running`` by an interrupted run, to
         resume from) and returns the step's value, or raises :class:`ToolError` to record a
-        failure.
+        failure. ``identity`` (part of ``input_value``) must match what was recorded.
         """
         key = self._key(step_id)
         rec = self._run.claim(key)
         if rec is not None and rec.done:
-            return _recorded_value(expect_kind(rec, kind), step_id)
+            return _recorded_value(expect_step(rec, kind, identity), step_id)
 
         async def work() -> Any:
             run = self._run
             current = run.steps.get(key)
-            if current is None:
+            if current is not None:
+                expect_step(current, kind, identity)  # an interrupted step resumes as itself
+            else:
                 input_json = None if input_value is None else canonical(input_value)
                 current = run.new_step(
                     key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
@@ -136,7 +131,8 @@ class Steps:
                 what=f"step {step_id!r}",
             )
 
-        return await self._durable(step_id, "run", body)
+        identity = {"function": function_name(fn)}
+        return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
     async def sleep(self, step_id: str, seconds: float) -> None:
         """Pause durably: a replay after a crash sleeps only what is left.
@@ -147,12 +143,15 @@ class Steps:
             raise ValueError("seconds must not be negative")
 
         async def body(rec: StepRecord) -> None:
-            wake_at = json.loads(rec.input_json or "{}")["wake_at"]
-            await self._run.journal.write(rec)  # the wake-up time is on disk before we wait
-            await asyncio.sleep(max(0.0, wake_at - now()))
+            recorded = json.loads(rec.input_json or "{}")
+            # Recorded before this version: only the wall-clock wake-up time.
+            deadline = recorded.get("deadline") or {"seconds": recorded["seconds"], "at": recorded["wake_at"]}
+            await self._run.journal.write(rec)  # the deadline is on disk before we wait
+            await asyncio.sleep(remaining(deadline))  # asyncio's clock is monotonic
 
+        wake = deadline_in(seconds)
         await self._durable(
-            step_id, "sleep", body, input_value={"seconds": seconds, "wake_at": now() + seconds}
+            step_id, "sleep", body, input_value={"seconds": seconds, "wake_at": wake["at"], "deadline": wake}
         )
 
     async def send_event(self, step_id: str, events: EventLike | Sequence[EventLike]) -> list[str]:
@@ -193,14 +192,17 @@ class Steps:
         """
 
         async def body(rec: StepRecord) -> dict[str, Any] | None:
-            deadline = rec.started_at + timeout
+            recorded = json.loads(rec.input_json or "{}")
+            # Recorded before this version: the wall-clock start only.
+            deadline = recorded.get("deadline") or {"seconds": timeout, "at": rec.started_at + timeout}
+            since = recorded.get("since", rec.started_at)
             while True:
-                window = min(self._options.wait_window, deadline - now())
+                window = min(self._options.wait_window, remaining(deadline))
                 opened = now()
-                found = await self._events.wait(event, since=rec.started_at, match=match, timeout=window)
+                found = await self._events.wait(event, since=since, match=match, timeout=window)
                 if found is not None:
                     return found.to_dict()
-                if now() >= deadline:
+                if remaining(deadline) <= 0:
                     return None
                 rec.attempt_log.append(
                     {"window": len(rec.attempt_log) + 1, "started_at": opened, "finished_at": now()}
@@ -208,7 +210,16 @@ class Steps:
                 self._run.journal.write(rec)
 
         found = await self._durable(
-            step_id, "wait_for_event", body, input_value={"event": event, "timeout": timeout}
+            step_id,
+            "wait_for_event",
+            body,
+            input_value={
+                "event": event,
+                "timeout": timeout,
+                "deadline": deadline_in(timeout),
+                "since": self._events.clock(),
+            },
+            identity={"event": event},
         )
         return None if found is None else Event.from_dict(found)
 
@@ -238,7 +249,10 @@ class Steps:
                 what=f"function {function.id!r}",
             )
 
-        return await self._durable(step_id, "invoke", body, input_value={"function": function.id}, nests=True)
+        identity = {"function": function.id}
+        return await self._durable(
+            step_id, "invoke", body, input_value=identity, identity=identity, nests=True
+        )
 
 
 EventLike = Mapping[str, Any] | Event

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -27,6 +27,7 @@ from toolbridge._durable.steps import Steps
 from toolbridge._errors import JournalError, RunBusyError
 from toolbridge._tools.events import Event
 from toolbridge._tools.functions import DurableFunction
+from toolbridge._tools.registry import Registry
 
 __all__ = ["Triggers"]
 
@@ -39,7 +40,7 @@ class Triggers:
     """Starts a bridge's durable functions on their events, and resumes orphaned runs of them.
 
     Args:
-        functions: The bridge's durable functions, by id (read when an event arrives).
+        registry: The bridge's durable functions (read when an event arrives).
         enter: Enters a run (``bridge.run``).
         runs: The bridge's open runs (never orphans), their journal and their lease.
         background: Where started runs go; the bridge cancels them when it closes.
@@ -48,7 +49,7 @@ class Triggers:
 
     def __init__(
         self,
-        functions: Mapping[str, DurableFunction],
+        registry: Registry,
         enter: EnterRun,
         runs: Runs,
         background: set[asyncio.Future[Any]],
@@ -56,7 +57,7 @@ class Triggers:
         recover: bool = False,
     ) -> None:
         self.recovering = bool(recover)
-        self._functions = functions
+        self._registry = registry
         self._enter = enter
         self._journal = runs.journal
         self._runs = runs
@@ -65,9 +66,8 @@ class Triggers:
 
     def on_event(self, event: Event) -> None:
         """Start every function that ``event`` triggers, each as a run of its own."""
-        for function in self._functions.values():
-            if function.trigger is not None and function.trigger.name == event.name:
-                self._start(function, event)
+        for function in self._registry.triggered_by(event.name):
+            self._start(function, event)
 
     def _start(self, function: DurableFunction, event: Event) -> asyncio.Future[None]:
         task = asyncio.ensure_future(self._run(function, event))
@@ -106,7 +106,7 @@ class Triggers:
         started = []
         for run in await self._journal.orphaned_runs():
             function_id, _, event_id = run.run_id.rpartition("/")
-            function = self._functions.get(function_id)
+            function = self._registry.functions.get(function_id)
             if function is None or run.run_id in self._resuming or self._runs.get(run.run_id) is not None:
                 continue
             recorded = await self._journal.get_event(event_id)

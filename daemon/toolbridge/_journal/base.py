@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from toolbridge._journal.approvals import ApprovalStore
 from toolbridge._journal.null import NullJournal
 from toolbridge._journal.sqlite import Durability, SQLiteJournal
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
@@ -124,6 +125,11 @@ class Journal(Protocol):
     async def count_token_call(self, token_id: str) -> bool:
         """Count one call against the token's budget, atomically; False when it is used up."""
         ...
+
+    # -- requests for a person's decision (approvals.py) -----------------------------------
+
+    @property
+    def approvals(self) -> ApprovalStore: ...
 
 
 class FromEnvironment:

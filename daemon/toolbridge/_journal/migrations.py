@@ -19,6 +19,7 @@ from pathlib import Path
 import aiosqlite
 
 from toolbridge._errors import JournalError
+from toolbridge._journal.approvals import APPROVALS_MIGRATION
 from toolbridge._records import now
 
 __all__ = ["MIGRATIONS", "migrate"]
@@ -134,6 +135,8 @@ MIGRATIONS: Sequence[Sequence[str]] = (
         "ALTER TABLE runs ADD COLUMN lease_expires_at INTEGER",
         "ALTER TABLE runs ADD COLUMN fence INTEGER NOT NULL DEFAULT 0",
     ),
+    # 6: requests for a person's decision, bound to a call (see approvals.py).
+    APPROVALS_MIGRATION,
 )
 
 LEGACY_VERSIONS = 3

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolbridge._errors import JournalError
+from toolbridge._journal.approvals import MemoryApprovals
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["NullJournal"]
@@ -23,6 +24,9 @@ class NullJournal:
 
     owner = "nobody"
     location: str | None = None
+
+    def __init__(self) -> None:
+        self.approvals = MemoryApprovals()  # requests for a person still work, in memory
 
     async def open(self) -> None:
         return None

@@ -40,6 +40,7 @@ from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal.base import Durability
 from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.postgres_approvals import PostgresApprovals, decide_requests, insert_requests
 from toolbridge._journal.postgres_events import CHANNEL, Notices, notice
 from toolbridge._journal.postgres_schema import migrate
 from toolbridge._journal.postgres_sql import (
@@ -101,6 +102,7 @@ class PostgresJournal:
         self._commits: GroupCommit | None = None
         self._held: dict[str, int] = {}  # run id -> the fence this journal took (see SQLite's)
         self._notices = Notices(self.owner, self.get_event)
+        self.approvals = PostgresApprovals(self._fetch, self._queue)
 
     @property
     def where(self) -> str:
@@ -393,4 +395,6 @@ _OPERATIONS: dict[str, _Operation] = {
     "token": lambda journal, conn, writes: journal._simple(INSERT_TOKEN, conn, writes),
     "revoke": lambda journal, conn, writes: journal._returning(REVOKE_TOKEN, conn, writes),
     "call": lambda journal, conn, writes: journal._returning(COUNT_CALL, conn, writes),
+    "approval": lambda journal, conn, writes: insert_requests(conn, writes),
+    "decide": lambda journal, conn, writes: decide_requests(conn, writes),
 }

@@ -18,6 +18,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
+from toolbridge._journal.postgres_approvals import APPROVALS_MIGRATION
 
 __all__ = ["MIGRATIONS", "migrate"]
 
@@ -80,6 +81,8 @@ MIGRATIONS: Sequence[Sequence[str]] = (
             revoked_at  BIGINT
         )""",
     ),
+    # 2: requests for a person's decision, bound to a call (see approvals.py).
+    APPROVALS_MIGRATION,
 )
 
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from toolbridge._journal.approvals import RUN_STATUS_SQL
 from toolbridge._records import RunSummary, SidecarToken, StepRecord
 
 STEP_COLUMNS = (
@@ -13,7 +14,7 @@ STEP_COLUMNS = (
     "output_json, error_json, attempts, attempt_log, started_at, finished_at, stale"
 )
 RUN_COLUMNS = (
-    "r.run_id, r.status, r.started_at, r.updated_at, r.finished_at, r.entries, "
+    f"r.run_id, {RUN_STATUS_SQL}, r.started_at, r.updated_at, r.finished_at, r.entries, "
     "(SELECT COUNT(*) FROM steps s WHERE s.run_id = r.run_id), r.error, r.owner, "
     "r.lease_expires_at, r.fence"
 )

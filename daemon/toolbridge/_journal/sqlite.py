@@ -40,6 +40,7 @@ import aiosqlite
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal import statements as stmt
+from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.migrations import migrate
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
@@ -96,6 +97,7 @@ class SQLiteJournal:
         # run id -> the fence this journal took. Kept after leaving: a late write of a run
         # left but not taken over since is harmless, and still allowed.
         self._held: dict[str, int] = {}
+        self.approvals = SQLiteApprovals(lambda: self.db, self._queue)
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -365,4 +367,6 @@ _OPERATIONS: dict[str, _Operation] = {
     "token": lambda journal, db, writes: journal._simple(stmt.INSERT_TOKEN, db, writes),
     "revoke": lambda journal, db, writes: journal._returning(stmt.REVOKE_TOKEN, db, writes),
     "call": lambda journal, db, writes: journal._returning(stmt.COUNT_CALL, db, writes),
+    "approval": lambda journal, db, writes: APPROVAL_OPERATIONS["approval"](db, writes),
+    "decide": lambda journal, db, writes: APPROVAL_OPERATIONS["decide"](db, writes),
 }

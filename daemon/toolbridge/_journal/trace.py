@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._records import RunSummary, StepRecord
 
 
@@ -15,6 +17,7 @@ class TraceNode:
 
     step: StepRecord
     children: list[TraceNode] = field(default_factory=list)
+    approvals: list[ApprovalRequest] = field(default_factory=list)  # what a person was asked
 
     @property
     def duration(self) -> float | None:
@@ -38,6 +41,7 @@ class TraceNode:
             "output": _parse(step.output_json),
             "error": step.error,
             "attempts": step.attempt_log,
+            "approvals": [request_to_dict(req) for req in self.approvals],
             "children": [child.to_dict() for child in self.children],
         }
 
@@ -46,9 +50,28 @@ def _parse(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def build_tree(steps: list[StepRecord]) -> list[TraceNode]:
-    """Top-level nodes of a run, in the order their steps started; children likewise."""
+def request_to_dict(req: ApprovalRequest) -> dict[str, Any]:
+    """A request as the trace shows it under its call: state, who, via what, when, why."""
+    return {
+        "id": req.id,
+        "kind": req.kind,
+        "state": req.state,
+        "by": req.decided_by,
+        "via": req.channel,
+        "asked_at": req.created_at,
+        "decided_at": req.decided_at,
+        "reason": req.reason,
+        "summary": req.summary,
+    }
+
+
+def build_tree(steps: list[StepRecord], requests: Sequence[ApprovalRequest] = ()) -> list[TraceNode]:
+    """Top-level nodes of a run, in the order their steps started; children likewise.
+    Each request goes under the call that made it."""
     nodes = {step.key: TraceNode(step) for step in sorted(steps, key=lambda s: s.seq)}
+    for req in requests:
+        if req.step_key in nodes:
+            nodes[req.step_key].approvals.append(req)
     roots: list[TraceNode] = []
     for node in nodes.values():
         parent = nodes.get(node.step.parent_key) if node.step.parent_key is not None else None

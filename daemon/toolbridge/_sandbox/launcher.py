@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toolbridge._errors import SandboxError
+from toolbridge._sandbox.orphans import die_with_parent
 
-StopReason = Literal["timeout", "max_calls", "cancelled"]
+StopReason = Literal["timeout", "max_calls", "cancelled", "suspended"]
+"""``suspended``: the daemon stopped the command to resume its work later (in a new run entry)."""
 
 _DRAIN_GRACE = 2.0
 """Seconds to wait for output pipes to close after the process tree is gone."""
@@ -55,6 +58,11 @@ class LaunchSpec:
     writable_paths: Sequence[Path] = ()
     socket_dir: Path | None = None
 
+    def __post_init__(self) -> None:
+        # Launchers chdir in their own ways (bwrap inside its mount namespace): a relative
+        # path is the host's, resolved once here for all of them.
+        object.__setattr__(self, "cwd", Path(os.path.abspath(self.cwd)))
+
 
 @dataclass(frozen=True)
 class ProcessOutcome:
@@ -70,15 +78,56 @@ class ProcessOutcome:
 
 @dataclass
 class StopSignal:
-    """Lets the daemon stop a running command early, saying why."""
+    """Lets the daemon stop a running command early, saying why, and pause its timeout.
+
+    While one or more holds are taken (:meth:`pause`), the command's clock stands still:
+    the time does not count against ``LaunchSpec.timeout``.
+    """
 
     event: asyncio.Event = field(default_factory=asyncio.Event)
     reason: StopReason | None = None
+    holds: int = 0
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     def stop(self, reason: StopReason) -> None:
+        self.note(reason)
+        self.event.set()
+
+    def note(self, reason: StopReason) -> None:
+        """Record why the command is being stopped, before (or without) stopping it.
+
+        A command over its call budget gets a moment to see its last error; if it exits on
+        its own meanwhile, its outcome must still say why it was to be stopped.
+        """
         if self.reason is None:
             self.reason = reason
-        self.event.set()
+
+    def pause(self) -> None:
+        """Take a hold: stop the clock until every hold is released."""
+        self.holds += 1
+        self._changed.set()
+
+    def resume(self) -> None:
+        """Release a hold taken with :meth:`pause`."""
+        self.holds -= 1
+        self._changed.set()
+
+    async def elapse(self, seconds: float) -> None:
+        """Return once ``seconds`` have passed with no hold taken."""
+        loop = asyncio.get_running_loop()
+        left = seconds
+        while True:
+            self._changed.clear()
+            if self.holds > 0:
+                await self._changed.wait()
+                continue
+            started = loop.time()
+            try:
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
+            except TimeoutError:
+                return
+            left -= loop.time() - started
 
 
 class Launcher(Protocol):
@@ -172,11 +221,17 @@ async def run_process(
     Raises:
         SandboxError: when ``argv[0]`` cannot be executed.
     """
+    program = _find_program(argv[0], spec)
+    if program is None:
+        raise SandboxError(
+            f"cannot start {argv[0]!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
+        )
     stdout = _BoundedReader(spec.output_limit)
     stderr = _BoundedReader(spec.output_limit)
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            # The daemon's death (even by SIGKILL) kills the command: nothing else would.
+            *die_with_parent([program, *argv[1:]]),
             env=dict(spec.env),
             cwd=spec.cwd,
             stdin=asyncio.subprocess.DEVNULL,
@@ -225,10 +280,9 @@ async def run_process(
             raise
     exited = asyncio.ensure_future(process.wait())
     stopped = asyncio.ensure_future(stop.event.wait())
+    clock = asyncio.ensure_future(stop.elapse(spec.timeout))
     try:
-        done, _ = await asyncio.wait(
-            {exited, stopped}, timeout=spec.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait({exited, stopped, clock}, return_when=asyncio.FIRST_COMPLETED)
         if exited not in done:
             stop.stop("timeout")
     except asyncio.CancelledError:
@@ -238,6 +292,7 @@ async def run_process(
         raise
     finally:
         stopped.cancel()
+        clock.cancel()
         # The command's tree ends with it: kill whatever is left in its process group.
         _kill_group(process.pid)
         if not exited.done():
@@ -263,6 +318,15 @@ async def run_process(
         stdout_truncated=stdout.truncated,
         stderr_truncated=stderr.truncated,
     )
+
+
+def _find_program(name: str, spec: LaunchSpec) -> str | None:
+    """The program ``exec`` would run (a path is the command's cwd's), looked up here since
+    the parent-death wrapper execs it; ``None`` when there is none."""
+    if "/" not in name:
+        return shutil.which(name, path=spec.env.get("PATH", ""))
+    path = spec.cwd / name
+    return str(path) if path.exists() else None
 
 
 def _abandon(readers: asyncio.Future[Any]) -> None:

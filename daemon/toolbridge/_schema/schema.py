@@ -6,7 +6,8 @@ and validates values, reporting each problem with a JSON pointer to the offendin
 
 ``strict=True`` (a tool's default) means pydantic strict mode and no fields beyond those the
 schema declares; ``strict=False`` means lax coercion (``"5"`` for ``5``) and extra fields passed
-through. A JSON Schema dict never coerces; in strict mode its objects are closed the same way.
+through. Both mean the same for a JSON Schema dict: in strict mode its objects are closed and
+nothing is coerced; in lax mode it coerces what pydantic's lax mode would (:mod:`_schema.lax`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from pydantic_core import core_schema
 
 from toolbridge._json import JSONFormatError, loads_strict
+from toolbridge._schema.lax import coerce_lax
 from toolbridge._schema.walk import close_objects
 
 __all__ = ["Schema", "SchemaValidationError", "schema_from"]
@@ -199,6 +201,8 @@ class JSONSchemaDict:
 
     def validate_python(self, value: Any, *, strict: bool) -> Any:
         validator = self._strict_validator if strict else self._validator
+        if not strict:
+            value = coerce_lax(validator, value)
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if errors:
             # One error per missing property, each naming them all: keep each problem once.

@@ -14,9 +14,12 @@ from pathlib import Path
 from grpc import aio
 
 from toolbridge._errors import ToolbridgeError
+from toolbridge._sandbox.orphans import owned_name, sweep_dead_owners
 from toolbridge._server.service import Authenticate, start_server
 
 __all__ = ["Endpoint"]
+
+SOCKET_DIR_PREFIX = "toolbridge-"
 
 
 class Endpoint:
@@ -70,7 +73,10 @@ class Endpoint:
             address = self.listen
         else:
             if self.socket is None:
-                self._private_dir = Path(tempfile.mkdtemp(prefix="toolbridge-"))
+                # Named after this daemon's pid: a daemon killed with SIGKILL cannot remove
+                # its directory, so the next one to start removes those of dead owners.
+                sweep_dead_owners(Path(tempfile.gettempdir()), SOCKET_DIR_PREFIX)
+                self._private_dir = Path(tempfile.mkdtemp(prefix=owned_name(SOCKET_DIR_PREFIX)))
                 self.socket = self._private_dir / "bridge.sock"
             address = f"unix:{self.socket}"
         self._server, bound = await start_server(authenticate, [address], max_request_bytes=max_request_bytes)

@@ -34,11 +34,13 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 from grpc import aio
 
+from toolbridge._calls.approvals import OnWaiting
 from toolbridge._calls.call import CallOutcome, call_tool
 from toolbridge._calls.scope import CommandScope
 from toolbridge._definitions.build import FORMATS, definition
 from toolbridge._durable.boundary import new_error_id
 from toolbridge._errors import JournalError, ProtocolError
+from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
 
@@ -209,6 +211,12 @@ def _response(outcome: CallOutcome) -> pb.CallToolResponse:
     return response
 
 
+def _waiting(req: ApprovalRequest) -> pb.CallWaiting:
+    return pb.CallWaiting(
+        request_id=req.id, kind=req.kind, summary=req.summary, expires_at_ms=round(req.expires_at * 1000)
+    )
+
+
 class _Servicer:
     """The three RPCs. Each catches everything and answers through :func:`_status`."""
 
@@ -222,9 +230,15 @@ class _Servicer:
         return scope
 
     @staticmethod
-    async def _call(scope: CommandScope, call: pb.CallToolRequest) -> pb.CallToolResponse:
+    async def _call(
+        scope: CommandScope, call: pb.CallToolRequest, *, on_waiting: OnWaiting | None = None
+    ) -> pb.CallToolResponse:
         outcome = await call_tool(
-            scope, call.tool_name, call.positional_arguments_json, call.named_arguments_json
+            scope,
+            call.tool_name,
+            call.positional_arguments_json,
+            call.named_arguments_json,
+            on_waiting=on_waiting,
         )
         return _response(outcome)
 
@@ -253,7 +267,11 @@ class _Servicer:
                 scope = await self._scope(token)
                 if isinstance(call, ProtocolError):
                     raise call
-                response = await self._call(scope, call)
+
+                def waiting(req: ApprovalRequest) -> None:  # tell the client: no deadline now
+                    answers.put_nowait(pb.CallToolStreamResponse(call_id=call_id, waiting=_waiting(req)))
+
+                response = await self._call(scope, call, on_waiting=waiting)
                 reply = pb.CallToolStreamResponse(call_id=call_id, response=response)
             except Exception as exc:
                 status = _status(exc, "CallToolStream")

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
@@ -29,7 +30,7 @@ from toolbridge._errors import ProtocolError, RunBusyError
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
-from toolbridge._records import SidecarToken, now
+from toolbridge._records import SidecarToken, check_run_id, now
 from toolbridge._tokens import new_token, secret_matches, split_token
 from toolbridge._tools.tool import Tool
 
@@ -45,8 +46,7 @@ def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -
     Raises:
         ValueError, TypeError: for a bad run id, tool list, budget or lifetime.
     """
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200 or not run_id.isprintable():
-        raise ValueError(f"invalid run id {run_id!r}: use a printable string of 1 to 200 characters")
+    check_run_id(run_id)
     if isinstance(tools, str) or not isinstance(tools, Sequence):
         raise TypeError("tools must be a list of tool names")
     names = tuple(dict.fromkeys(tools))
@@ -135,6 +135,7 @@ class SidecarScopes:
         tools: The bridge's registered tools (read at a token's first call).
         runs: The bridge's open runs, shared with ``bridge.run``.
         steps_factory: Gives tool groups their ``ctx.step``.
+        approvals: Where calls that need a person wait.
     """
 
     def __init__(
@@ -143,8 +144,10 @@ class SidecarScopes:
         tools: Mapping[str, Tool],
         runs: Runs,
         steps_factory: StepsFactory,
+        approvals: ApprovalHub,
     ) -> None:
         self.store = TokenStore(journal)
+        self._approvals = approvals
         self._journal = journal
         self._tools = tools
         self._runs = runs
@@ -193,6 +196,7 @@ class SidecarScopes:
             tools={name: self._tools[name] for name in grant.tools if name in self._tools},
             options=ToolOptions(max_calls=grant.max_calls),
             steps_factory=self._steps_factory,
+            approvals=self._approvals,
             calls=grant.calls,
         )
         token_id = grant.id

@@ -12,11 +12,9 @@ Three ways to make a tool:
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,13 +23,24 @@ from toolbridge._schema.nulls import NullOmission
 from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._schema.signature import FunctionSignature, describe, read_signature
 from toolbridge._tools.context import ToolContext
+from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, takes_context
 
-__all__ = ["Tool", "check_tool_name", "to_tool", "tool"]
+__all__ = [
+    "BoundCall",
+    "HumanPrompt",
+    "Tool",
+    "call_hook",
+    "call_maybe_async",
+    "check_tool_name",
+    "to_tool",
+    "tool",
+]
 
 TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 ToolKind = Literal["function", "step", "group"]
-Hook = Callable[[Any], Any]
+Confirmation = Callable[[Any, ToolContext], Any]
+"""``requires_confirmation(args, ctx) -> bool`` (sync or async): whether a call needs a person."""
 
 
 def check_tool_name(name: object) -> str:
@@ -62,6 +71,15 @@ class BoundCall:
         return self.make_input()
 
 
+@dataclass(frozen=True)
+class HumanPrompt:
+    """What a built-in human-in-the-loop tool asks (see :mod:`builtin`): its result is the
+    person's decision (``"approval"``) or answer (``"input"``), and it has no handler."""
+
+    kind: Literal["approval", "input"]
+    answer_schema: Schema | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Tool:
     """A tool's frozen definition. Build one with ``tool.step``, ``tool.group`` or a callable."""
@@ -76,9 +94,21 @@ class Tool:
     attempts: int | None = None
     on_start: Hook | None = None
     on_finish: Hook | None = None
-    requires_confirmation: bool = False
+    requires_confirmation: bool | Confirmation = False
+    name: str | None = None
+    human: HumanPrompt | None = None
     signature: FunctionSignature | None = field(default=None, repr=False)
     handler_takes_context: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        """``{name, description, input_schema, requires_confirmation}`` (a callable: ``True``)."""
+        schema = self.input_schema.json_schema if self.input_schema is not None else {"type": "object"}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": schema,
+            "requires_confirmation": self.requires_confirmation is not False,
+        }
 
     def bind(self, positional: list[Any], named: dict[str, Any], named_json: bytes) -> BoundCall:
         """Validate arguments from the sandbox.
@@ -161,38 +191,6 @@ class Tool:
         return self.output_schema.to_jsonable(validated)
 
 
-async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
-        return await func(*args, **kwargs)
-    result = await asyncio.to_thread(func, *args, **kwargs)
-    if inspect.isawaitable(result):
-        return await result
-    return result
-
-
-async def call_hook(hook: Hook, value: Any) -> Any:
-    """Run a lifecycle hook; a hook returning ``None`` leaves the value unchanged."""
-    changed = hook(value)
-    if inspect.isawaitable(changed):
-        changed = await changed
-    return value if changed is None else changed
-
-
-def _takes_context(run: Callable[..., Any]) -> bool:
-    try:
-        parameters = list(inspect.signature(run).parameters.values())
-    except ValueError:
-        return True
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
-        return True
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not 1 <= len(positional) <= 2:
-        raise TypeError(
-            f"run={run!r} must take (args) or (args, ctx); it takes {len(positional)} positional parameters"
-        )
-    return len(positional) == 2
-
-
 class _ToolFactory:
     """``tool.step(...)`` and ``tool.group(...)``: declare tools with validated arguments."""
 
@@ -208,7 +206,8 @@ class _ToolFactory:
         attempts: int | None = None,
         on_start: Hook | None = None,
         on_finish: Hook | None = None,
-        requires_confirmation: bool = False,
+        requires_confirmation: bool | Confirmation = False,
+        name: str | None = None,
     ) -> Tool:
         """Declare a tool whose named arguments are validated before it runs.
 
@@ -236,14 +235,22 @@ class _ToolFactory:
             on_finish: ``on_finish(result)``, sync or async, gets what ``run`` returned and
                 may return a changed result (which must still match ``output``), or raise
                 to fail the call. Both hooks are journaled with the call's step.
-            requires_confirmation: Marks the tool, in its definitions, as one a person
-                should confirm before it runs.
+            requires_confirmation: ``True``: every call waits for a person's approval
+                before it runs (``bridge.approvals``, ``toolbridge approvals``). Or
+                ``requires_confirmation(args, ctx) -> bool``, sync or async, deciding per
+                call on the validated input (after ``on_start``); its verdict is journaled,
+                so a replay never asks it again, and if it raises the call needs approval.
+                A rejected call fails with ``ApprovalRejected``, an expired one with
+                ``ApprovalExpired``; neither is retried.
+            name: The tool's own name, so that ``tools=`` may be a list of named tools.
 
         Raises:
-            TypeError: when ``run``, ``input`` or ``output`` cannot be used.
-            ValueError: when ``attempts`` is below 1.
+            TypeError: when ``run``, ``input``, ``output`` or ``requires_confirmation``
+                cannot be used.
+            ValueError: when ``attempts`` is below 1 or ``name`` is not a valid tool name.
         """
         return self._declare(
+            name,
             "step",
             run,
             description,
@@ -268,7 +275,8 @@ class _ToolFactory:
         attempts: int | None = None,
         on_start: Hook | None = None,
         on_finish: Hook | None = None,
-        requires_confirmation: bool = False,
+        requires_confirmation: bool | Confirmation = False,
+        name: str | None = None,
     ) -> Tool:
         """Declare a tool whose body runs durable steps through ``ctx.step``.
 
@@ -278,6 +286,7 @@ class _ToolFactory:
         replayed call skips the steps that already completed.
         """
         return self._declare(
+            name,
             "group",
             run,
             description,
@@ -293,6 +302,7 @@ class _ToolFactory:
 
     @staticmethod
     def _declare(
+        name: str | None,
         kind: ToolKind,
         run: Callable[..., Any],
         description: str,
@@ -303,8 +313,14 @@ class _ToolFactory:
         attempts: int | None,
         on_start: Hook | None,
         on_finish: Hook | None,
-        requires_confirmation: bool,
+        requires_confirmation: bool | Confirmation,
     ) -> Tool:
+        if name is not None:
+            check_tool_name(name)
+        if not isinstance(requires_confirmation, bool) and not callable(requires_confirmation):
+            raise TypeError(
+                f"requires_confirmation= must be True, False or a function, got {requires_confirmation!r}"
+            )
         if not callable(run):
             raise TypeError(f"run= must be a function, got {run!r}")
         if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
@@ -324,7 +340,8 @@ class _ToolFactory:
             on_start=on_start,
             on_finish=on_finish,
             requires_confirmation=requires_confirmation,
-            handler_takes_context=_takes_context(run),
+            name=name,
+            handler_takes_context=takes_context(run),
         )
 
 
@@ -361,13 +378,23 @@ def to_tool(value: object) -> Tool:
     )
 
 
-def to_tools(tools: Mapping[str, object]) -> dict[str, Tool]:
-    """Check names and convert every value of a ``tools=`` mapping.
+def to_tools(tools: Mapping[str, object] | Sequence[object]) -> dict[str, Tool]:
+    """Check names and convert ``tools=``: a dict of name -> tool, or a list of named tools.
 
     Raises:
-        ValueError: for an invalid name.
-        TypeError: for a value that is not a tool.
+        ValueError: for an invalid or repeated name.
+        TypeError: for a value that is not a tool, or a tool in a list without a name.
     """
-    if not isinstance(tools, Mapping):
-        raise TypeError("tools= must be a dict of name -> tool")
-    return {check_tool_name(name): to_tool(value) for name, value in tools.items()}
+    if isinstance(tools, Mapping):
+        return {check_tool_name(name): to_tool(value) for name, value in tools.items()}
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+        raise TypeError("tools= must be a dict of name -> tool, or a list of named tools")
+    named: dict[str, Tool] = {}
+    for value in tools:
+        item = to_tool(value)
+        if item.name is None:
+            raise TypeError(f"{value!r} has no name: declare it with tool.step(name=...), or pass a dict")
+        if item.name in named:
+            raise ValueError(f"two tools in tools= are named {item.name!r}")
+        named[item.name] = item
+    return named

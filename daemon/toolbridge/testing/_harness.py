@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
@@ -100,6 +101,7 @@ class ToolHarness:
         await journal.open()
         self._journal = journal
         self._events = EventBus(journal)
+        self._approvals = ApprovalHub(journal)
         self._runs = Runs(journal, self._background)
         self._run = await self._runs.enter(self.run_id)
         # A command's calls share one scope (its budget, its key counter), as they share a token.
@@ -112,6 +114,7 @@ class ToolHarness:
             tools=dict(self._tools),
             options=self.options,
             steps_factory=nested_steps(events),
+            approvals=self._approvals,
         )
 
     async def _leave(self) -> None:

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolbridge/v1/toolbridge.proto\x12\rtoolbridge.v1\"e\n\x0f\x43\x61llToolRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12!\n\x19positional_arguments_json\x18\x02 \x01(\x0c\x12\x1c\n\x14named_arguments_json\x18\x03 \x01(\x0c\"\x83\x01\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\x0cH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.toolbridge.v1.ToolErrorH\x00\x12\x10\n\x08step_key\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x42\t\n\x07outcome\"O\n\tToolError\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12\x10\n\x08\x65rror_id\x18\x04 \x01(\t\"V\n\x15\x43\x61llToolStreamRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x1e.toolbridge.v1.CallToolRequest\"\x95\x01\n\x16\x43\x61llToolStreamResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.toolbridge.v1.CallToolResponseH\x00\x12+\n\x06status\x18\x03 \x01(\x0b\x32\x19.toolbridge.v1.CallStatusH\x00\x42\x08\n\x06\x61nswer\"+\n\nCallStatus\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x10ListToolsRequest\x12/\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1f.toolbridge.v1.DefinitionFormat\"A\n\x11ListToolsResponse\x12,\n\x05tools\x18\x01 \x03(\x0b\x32\x1d.toolbridge.v1.ToolDefinition\"7\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0f\x64\x65\x66inition_json\x18\x02 \x01(\x0c*\xb4\x01\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_OPENAI\x10\x02\x12#\n\x1f\x44\x45\x46INITION_FORMAT_OPENAI_STRICT\x10\x03\x12\x19\n\x15\x44\x45\x46INITION_FORMAT_MCP\x10\x04\x32\x93\x02\n\x11ToolBridgeService\x12K\n\x08\x43\x61llTool\x12\x1e.toolbridge.v1.CallToolRequest\x1a\x1f.toolbridge.v1.CallToolResponse\x12\x61\n\x0e\x43\x61llToolStream\x12$.toolbridge.v1.CallToolStreamRequest\x1a%.toolbridge.v1.CallToolStreamResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolbridge.v1.ListToolsRequest\x1a .toolbridge.v1.ListToolsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolbridge/v1/toolbridge.proto\x12\rtoolbridge.v1\"e\n\x0f\x43\x61llToolRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12!\n\x19positional_arguments_json\x18\x02 \x01(\x0c\x12\x1c\n\x14named_arguments_json\x18\x03 \x01(\x0c\"\x83\x01\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\x0cH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.toolbridge.v1.ToolErrorH\x00\x12\x10\n\x08step_key\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x42\t\n\x07outcome\"O\n\tToolError\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12\x10\n\x08\x65rror_id\x18\x04 \x01(\t\"V\n\x15\x43\x61llToolStreamRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x1e.toolbridge.v1.CallToolRequest\"\xc4\x01\n\x16\x43\x61llToolStreamResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.toolbridge.v1.CallToolResponseH\x00\x12+\n\x06status\x18\x03 \x01(\x0b\x32\x19.toolbridge.v1.CallStatusH\x00\x12-\n\x07waiting\x18\x04 \x01(\x0b\x32\x1a.toolbridge.v1.CallWaitingH\x00\x42\x08\n\x06\x61nswer\"W\n\x0b\x43\x61llWaiting\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\"+\n\nCallStatus\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x10ListToolsRequest\x12/\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1f.toolbridge.v1.DefinitionFormat\"A\n\x11ListToolsResponse\x12,\n\x05tools\x18\x01 \x03(\x0b\x32\x1d.toolbridge.v1.ToolDefinition\"7\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0f\x64\x65\x66inition_json\x18\x02 \x01(\x0c*\xb4\x01\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_OPENAI\x10\x02\x12#\n\x1f\x44\x45\x46INITION_FORMAT_OPENAI_STRICT\x10\x03\x12\x19\n\x15\x44\x45\x46INITION_FORMAT_MCP\x10\x04\x32\x93\x02\n\x11ToolBridgeService\x12K\n\x08\x43\x61llTool\x12\x1e.toolbridge.v1.CallToolRequest\x1a\x1f.toolbridge.v1.CallToolResponse\x12\x61\n\x0e\x43\x61llToolStream\x12$.toolbridge.v1.CallToolStreamRequest\x1a%.toolbridge.v1.CallToolStreamResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolbridge.v1.ListToolsRequest\x1a .toolbridge.v1.ListToolsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolbridge.v1.toolbridge_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DEFINITIONFORMAT']._serialized_start=846
-  _globals['_DEFINITIONFORMAT']._serialized_end=1026
+  _globals['_DEFINITIONFORMAT']._serialized_start=982
+  _globals['_DEFINITIONFORMAT']._serialized_end=1162
   _globals['_CALLTOOLREQUEST']._serialized_start=49
   _globals['_CALLTOOLREQUEST']._serialized_end=150
   _globals['_CALLTOOLRESPONSE']._serialized_start=153
@@ -43,15 +43,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CALLTOOLSTREAMREQUEST']._serialized_start=367
   _globals['_CALLTOOLSTREAMREQUEST']._serialized_end=453
   _globals['_CALLTOOLSTREAMRESPONSE']._serialized_start=456
-  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_end=605
-  _globals['_CALLSTATUS']._serialized_start=607
-  _globals['_CALLSTATUS']._serialized_end=650
-  _globals['_LISTTOOLSREQUEST']._serialized_start=652
-  _globals['_LISTTOOLSREQUEST']._serialized_end=719
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=721
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=786
-  _globals['_TOOLDEFINITION']._serialized_start=788
-  _globals['_TOOLDEFINITION']._serialized_end=843
-  _globals['_TOOLBRIDGESERVICE']._serialized_start=1029
-  _globals['_TOOLBRIDGESERVICE']._serialized_end=1304
+  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_end=652
+  _globals['_CALLWAITING']._serialized_start=654
+  _globals['_CALLWAITING']._serialized_end=741
+  _globals['_CALLSTATUS']._serialized_start=743
+  _globals['_CALLSTATUS']._serialized_end=786
+  _globals['_LISTTOOLSREQUEST']._serialized_start=788
+  _globals['_LISTTOOLSREQUEST']._serialized_end=855
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=857
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=922
+  _globals['_TOOLDEFINITION']._serialized_start=924
+  _globals['_TOOLDEFINITION']._serialized_end=979
+  _globals['_TOOLBRIDGESERVICE']._serialized_start=1165
+  _globals['_TOOLBRIDGESERVICE']._serialized_end=1440
 # @@protoc_insertion_point(module_scope)

@@ -17,7 +17,11 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolbridge._sandbox.orphans import owned_name, sweep_dead_owners
+
 CONTROLLERS = ("memory", "pids", "cpu")
+PREFIX = "toolbridge-"
+"""Groups are named ``toolbridge-{daemon pid}-{random}``, so those of a dead daemon are known."""
 
 
 def _v1_mounts(mountinfo: str) -> dict[str, Path]:
@@ -73,7 +77,7 @@ class CommandCgroups:
         again), so the caller knows to use the rlimit instead.
         """
         groups = cls()
-        name = f"toolbridge-{os.getpid()}-{secrets.token_hex(4)}"
+        name = owned_name(PREFIX) + secrets.token_hex(4)
         for controller, parent in available_parents().items():
             path = parent / name
             try:
@@ -134,6 +138,20 @@ class CommandCgroups:
                 return False
             del self.paths[controller]
         return True
+
+
+def sweep_stale() -> list[Path]:
+    """Kill what is left in the groups of dead daemons and remove the groups."""
+
+    def remove(path: Path) -> bool:
+        groups = CommandCgroups({"any": path})
+        groups.kill_all()
+        return groups.remove()
+
+    removed: list[Path] = []
+    for parent in available_parents().values():
+        removed += sweep_dead_owners(parent, PREFIX, remove)
+    return removed
 
 
 def _configure(controller: str, path: Path, *, memory: int, processes: int, cpus: float) -> None:

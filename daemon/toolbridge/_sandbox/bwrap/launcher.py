@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge._errors import SandboxError
-from toolbridge._sandbox.bwrap.cgroups import CommandCgroups
+from toolbridge._sandbox.bwrap.cgroups import CommandCgroups, sweep_stale
 from toolbridge._sandbox.bwrap.limits import NPROC_SLACK, SandboxLimits
 from toolbridge._sandbox.bwrap.plan import (
     Bind,
@@ -225,7 +225,13 @@ class BwrapLauncher:
         self.limits = limits or SandboxLimits()
         self._executable = executable
 
+    _swept = False  # once per process: the groups of daemons that died without cleaning up
+
     async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:
+        if not BwrapLauncher._swept:
+            BwrapLauncher._swept = True
+            for path in sweep_stale():
+                log.info("removed the cgroup %s of a daemon that is gone", path)
         bwrap = shutil.which(self._executable)
         if bwrap is None:
             raise SandboxError(f"bubblewrap ({self._executable}) is not on the daemon's PATH: {INSTALL_HINT}")
@@ -301,6 +307,9 @@ class BwrapLauncher:
                     "--inh-caps=-all",
                     "--bounding-set=-all",
                     "--no-new-privs",
+                    # Changing uid clears the parent-death signal bwrap's --die-with-parent
+                    # set: set it again, or the inner bwrap outlives a killed daemon.
+                    "--pdeathsig=KILL",
                     "--",
                     *inner,
                     "--",

@@ -159,9 +159,12 @@ def build_runtime(cache_dir: Path | None = None, node_path: Path | None = None) 
     base_prefix = Path(sys.base_prefix)
 
     def build(scratch: Path) -> None:
+        # Only the first use builds (seconds); say so, since someone is waiting on it.
+        print(f"toolbridge: building the Python sandbox runtime in {root} (first use only)", file=sys.stderr)
         venv.EnvBuilder(symlinks=True, with_pip=False).create(scratch)
         version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
         _populate(scratch / "lib" / version / "site-packages", client, dependencies)
+        print("toolbridge: the Python sandbox runtime is built", file=sys.stderr)
 
     publish_once(cache_dir, root, build)
     return SandboxRuntime(

@@ -64,14 +64,28 @@ class CallToolStreamRequest(_message.Message):
     def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ...) -> None: ...
 
 class CallToolStreamResponse(_message.Message):
-    __slots__ = ("call_id", "response", "status")
+    __slots__ = ("call_id", "response", "status", "waiting")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     response: CallToolResponse
     status: CallStatus
-    def __init__(self, call_id: _Optional[int] = ..., response: _Optional[_Union[CallToolResponse, _Mapping]] = ..., status: _Optional[_Union[CallStatus, _Mapping]] = ...) -> None: ...
+    waiting: CallWaiting
+    def __init__(self, call_id: _Optional[int] = ..., response: _Optional[_Union[CallToolResponse, _Mapping]] = ..., status: _Optional[_Union[CallStatus, _Mapping]] = ..., waiting: _Optional[_Union[CallWaiting, _Mapping]] = ...) -> None: ...
+
+class CallWaiting(_message.Message):
+    __slots__ = ("request_id", "kind", "summary", "expires_at_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    kind: str
+    summary: str
+    expires_at_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., kind: _Optional[str] = ..., summary: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class CallStatus(_message.Message):
     __slots__ = ("code", "message")

@@ -76,7 +76,8 @@ class ToolBridgeServiceServicer:
         costs less per call than a unary RPC. Every request carries a call_id
         chosen by the client; the response with the same call_id answers it.
         Responses may arrive in any order. A protocol problem with one call is
-        reported in its response's status, and the stream stays open.
+        reported in its response's status, and the stream stays open. A call
+        that waits for a person is first told so (CallWaiting), then answered.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,46 @@
+"""Calls in flight per command: a flooding sandbox is refused, not queued.
+
+Without a limit, one sandbox could put thousands of calls in flight at once and take the
+daemon's time from every other command. Each command may have ``ToolOptions.max_in_flight``
+calls running; the next one is refused at once with ``RESOURCE_EXHAUSTED``, saying when to
+try again, and counts against nothing (not the call budget, not the journal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from toolbridge._calls.scope import CommandScope
+from toolbridge._errors import ProtocolError
+
+__all__ = ["RETRY_AFTER", "in_flight_slot"]
+
+log = logging.getLogger("toolbridge")
+
+RETRY_AFTER = 0.1
+"""Seconds a refused sandbox is told to wait before it calls again."""
+
+
+@contextlib.contextmanager
+def in_flight_slot(scope: CommandScope) -> Iterator[None]:
+    """Hold one of the command's in-flight slots while a call is answered.
+
+    Raises:
+        ProtocolError: ``RESOURCE_EXHAUSTED`` when every slot is taken.
+    """
+    limit = scope.options.max_in_flight
+    if scope.in_flight >= limit:
+        log.info("refused a call of command %r: %d calls in flight", scope.command_key, scope.in_flight)
+        raise ProtocolError(
+            "RESOURCE_EXHAUSTED",
+            f"this command already has {limit} tool calls in flight, the most it may "
+            f"(ToolOptions.max_in_flight); retry in {RETRY_AFTER * 1000:.0f} ms, once one has finished",
+            retry_after=RETRY_AFTER,
+        )
+    scope.in_flight += 1
+    try:
+        yield
+    finally:
+        scope.in_flight -= 1

@@ -1,0 +1,104 @@
+"""The web view as an ASGI app: two static pages, their CSS and JS, and a JSON API.
+
+The pages are static files rendered by ``app.js`` from ``/api/runs`` and
+``/api/runs/{id}``, polled while a run goes on. Every response carries a strict
+Content-Security-Policy (no inline script, ``default-src 'self'``): nothing is fetched from
+anywhere else. Only loopback Host headers are answered, so a web page elsewhere cannot reach
+the view through DNS rebinding.
+
+Approvals are not served yet (the human-in-the-loop work has not landed): they will be a
+``POST`` route here and a section of the run page, with the approver's name and a CSRF token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolbridge._ui.journal import Journal
+from toolbridge._ui.view import run_summary_view, run_view
+
+__all__ = ["CONTENT_SECURITY_POLICY", "ui_app"]
+
+STATIC = Path(__file__).with_name("static")
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
+MAX_RUNS = 200
+
+
+class SecurityHeaders:
+    """Adds the CSP and its companions to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self._app(scope, receive, send_with_headers)
+
+
+def ui_app(journal: Journal) -> Starlette:
+    """The web view of ``journal`` (already open; the caller closes it)."""
+
+    async def runs_page(request: Request) -> Response:
+        return FileResponse(STATIC / "runs.html")
+
+    async def run_page(request: Request) -> Response:
+        return FileResponse(STATIC / "run.html")
+
+    async def runs_json(request: Request) -> Response:
+        try:
+            limit = min(max(int(request.query_params.get("limit", "50")), 1), MAX_RUNS)
+        except ValueError:
+            return JSONResponse({"error": "limit must be a whole number"}, status_code=400)
+        runs = await journal.list_runs(limit)
+        return JSONResponse([run_summary_view(run) for run in runs])
+
+    async def run_json(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        run = await journal.get_run(run_id)
+        if run is None:
+            return JSONResponse({"error": f"no run {run_id!r} in this journal"}, status_code=404)
+        return JSONResponse(run_view(run, await journal.load_steps(run_id)))
+
+    routes: list[Any] = [
+        Route("/", runs_page),
+        Route("/runs/{run_id:path}", run_page),
+        Route("/api/runs", runs_json),
+        Route("/api/runs/{run_id:path}", run_json),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS),
+        ],
+    )

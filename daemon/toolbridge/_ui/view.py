@@ -1,0 +1,105 @@
+"""What a person sees of a run, as data: shared by the web view and ``toolbridge trace``.
+
+A step's ``attempt_log`` mixes three kinds of entries, told apart here once: attempts
+(``{"attempt": n, ...}``, with an ``output_error`` when the result failed its output schema),
+lifecycle hooks (``{"hook": "on_start", ...}``) and the windows of a wait
+(``{"window": n, ...}``, one per ``wait_window`` that passed without the event).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
+from toolbridge._records import RunSummary, StepRecord
+
+__all__ = ["entry_view", "error_text", "run_summary_view", "run_view", "step_marker"]
+
+
+def error_text(error: dict[str, Any] | None) -> str:
+    """``Type: message`` for a recorded error; the exception's own text for an unexpected one."""
+    if not error:
+        return ""
+    return str(error.get("exception") or f"{error.get('type', 'Error')}: {error.get('message', '')}")
+
+
+def _took(entry: dict[str, Any]) -> float | None:
+    finished = entry.get("finished_at")
+    started = entry.get("started_at")
+    return None if finished is None or started is None else finished - started
+
+
+def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
+    """One ``attempt_log`` entry as ``{kind, label, started_at, finished_at, duration, ...}``."""
+    view: dict[str, Any] = {
+        "started_at": entry.get("started_at"),
+        "finished_at": entry.get("finished_at"),
+        "duration": _took(entry),
+    }
+    error = entry.get("error") if isinstance(entry.get("error"), dict) else None
+    if "hook" in entry:
+        hook = str(entry["hook"])
+        if error is not None:
+            label, tone = f"{hook}: {error_text(error)}", "error"
+        elif "input" in entry:
+            label, tone = f"{hook}: changed the input to {json.dumps(entry['input'])}", "change"
+        elif "tool_result" in entry:
+            label, tone = f"{hook}: replaced the tool's result {json.dumps(entry['tool_result'])}", "change"
+        else:
+            label, tone = f"{hook}: kept it as it was", "plain"
+        return {**view, "kind": "hook", "label": label, "tone": tone}
+    if "window" in entry:
+        return {
+            **view,
+            "kind": "window",
+            "label": f"wait window {entry['window']}: no event yet",
+            "tone": "wait",
+        }
+    output_error = entry.get("output_error") if isinstance(entry.get("output_error"), dict) else None
+    label = f"attempt {entry.get('attempt', '?')}"
+    view.update(kind="attempt", label=label, tone="plain")
+    if error is not None:
+        view.update(tone="error", error=error_text(error), error_id=error.get("error_id") or "")
+    if output_error is not None:
+        view.update(
+            tone="error",
+            output_error=str(output_error.get("detail", "")),
+            error_id=output_error.get("error_id") or view.get("error_id", ""),
+        )
+    return view
+
+
+def step_marker(step: StepRecord, *, run_finished: bool) -> str:
+    """A word for what the step is doing now, beyond its status ("" when nothing to add)."""
+    if step.stale:
+        return "not asked for again"
+    if step.status != "running":
+        return ""
+    if run_finished:
+        return "interrupted"  # left running by a run that ended or crashed: a replay runs it again
+    return {"wait_for_event": "waiting", "sleep": "sleeping"}.get(step.kind, "running")
+
+
+def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
+    data = node.to_dict()
+    data.pop("children")
+    data["entries"] = [entry_view(entry) for entry in node.step.attempt_log]
+    data["marker"] = step_marker(node.step, run_finished=run_finished)
+    data["error_text"] = error_text(node.step.error)
+    data["children"] = [_node_view(child, run_finished=run_finished) for child in node.children]
+    return data
+
+
+def run_summary_view(run: RunSummary) -> dict[str, Any]:
+    """A run as the list of runs shows it."""
+    return {**run_to_dict(run), "updated_at": run.updated_at}
+
+
+def run_view(run: RunSummary, steps: list[StepRecord]) -> dict[str, Any]:
+    """A run and its steps as a tree, each step with its classified entries and marker."""
+    finished = run.status != "running"
+    return {
+        **run_summary_view(run),
+        "tree": [_node_view(node, run_finished=finished) for node in build_tree(steps)],
+    }

@@ -1,0 +1,58 @@
+"""Host programs the fault tests run as real processes, to signal or kill them mid-run.
+
+Each is the whole program a user would write: a ``Bridge`` embedded in ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+GRACEFUL_HOST = """
+import asyncio, sys
+from toolbridge import Bridge, tool
+
+journal, sandbox, work, marker = sys.argv[1:5]
+
+async def refund(args, ctx):
+    print("tool started", flush=True)
+    await asyncio.sleep(0.5)  # the refund's own work, in flight when SIGTERM arrives
+    return {"refunded": True}
+
+async def main():
+    async with Bridge(journal=journal, sandbox=sandbox, shutdown_grace=20) as bridge:
+        bridge.install_signal_handlers()
+        async with bridge.run("order-1") as step:
+            await step.sandbox.commands.run(
+                "agent", ["python3", "agent.py", marker], tools={"refund": tool.step(run=refund)}, cwd=work
+            )
+        print("the command ended by itself", flush=True)
+
+try:
+    asyncio.run(main())
+finally:
+    print("closed", flush=True)
+"""
+
+AGENT = """
+import asyncio, json, os, sys, time
+from inngest_tools import tools
+
+print(json.dumps(asyncio.run(tools.refund())), flush=True)
+if os.path.exists("hold"):
+    time.sleep(300)  # still running when the host is told to stop
+"""
+
+SLEEPING_HOST = """
+import asyncio, sys
+from toolbridge import Bridge
+
+journal, sandbox, work, marker = sys.argv[1:5]
+
+async def main():
+    async with Bridge(journal=journal, sandbox=sandbox) as bridge:
+        print(bridge.address, flush=True)
+        async with bridge.run("sleepy") as step:
+            # Makes no calls: nothing but the kernel notices when the daemon dies.
+            sleeper = ["python3", "-c", "import time; time.sleep(300)", marker]
+            await step.sandbox.commands.run("sleeper", sleeper, cwd=work)
+
+asyncio.run(main())
+"""

@@ -1,0 +1,77 @@
+"""Item 6: a host killed with SIGKILL takes its sandboxes with it, and the next one sweeps up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.faults.host_programs import SLEEPING_HOST
+from tests.faults.test_graceful_shutdown import processes_with
+from tests.helpers import wait_until
+from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
+from toolbridge import Bridge
+from toolbridge._sandbox.bwrap import cgroups
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+
+WAIT = 60.0
+
+
+def cgroups_of(pid: int) -> list[Path]:
+    return [
+        group
+        for parent in cgroups.available_parents().values()
+        for group in parent.glob(f"toolbridge-{pid}-*")
+    ]
+
+
+@pytest.mark.parametrize("sandbox", ["process", "bwrap"])
+async def test_a_sigkilled_host_takes_its_sandbox_along_and_the_next_bridge_removes_what_it_left(
+    sandbox: str, tmp_path: Path, work_dir: Path, journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if sandbox == "bwrap" and BWRAP_UNAVAILABLE is not None:
+        pytest.skip(BWRAP_UNAVAILABLE)
+    (tmp_path / "host.py").write_text(SLEEPING_HOST)
+    marker = "sleeper-" + secrets.token_hex(6)
+    host = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(tmp_path / "host.py"),
+        str(journal_path),
+        sandbox,
+        str(work_dir),
+        marker,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert host.stdout is not None
+        address = (await asyncio.wait_for(host.stdout.readline(), WAIT)).decode().strip()
+        socket_dir = Path(address.removeprefix("unix:")).parent
+        await wait_until(lambda: bool(processes_with(marker)))
+        groups = cgroups_of(host.pid)
+        host.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(host.wait(), WAIT)
+    finally:
+        if host.returncode is None:
+            host.kill()
+            await host.wait()
+    # Every stage of the sandbox dies with the daemon (bwrap, setpriv, the command).
+    await wait_until(lambda: not processes_with(marker), timeout=15)
+    assert socket_dir.name.startswith(f"toolbridge-{host.pid}-")
+    assert socket_dir.exists()  # a SIGKILLed daemon cleans nothing up itself
+
+    monkeypatch.setattr(BwrapLauncher, "_swept", False)
+    launcher: Launcher = BwrapLauncher() if sandbox == "bwrap" else ProcessLauncher()
+    async with Bridge(journal=tmp_path / "next.db", sandbox=launcher) as bridge:
+        assert not socket_dir.exists()  # the next bridge removed the dead daemon's directory
+        assert Path(bridge.address.removeprefix("unix:")).parent.name.startswith(f"toolbridge-{os.getpid()}-")
+        if sandbox == "bwrap":
+            async with bridge.run() as step:
+                result = await step.sandbox.commands.run("true", ["true"], cwd=work_dir)
+            assert result.exit_code == 0, result.stderr
+    assert [group for group in groups if group.exists()] == []  # and its cgroups
