@@ -4,7 +4,7 @@ The public surface is listed in ``__all__``; everything else lives in private mo
 change without notice. The exception tree is documented in ``toolbridge._errors``.
 """
 
-from toolbridge._bridge import Bridge, Step
+from toolbridge._bridge import Bridge
 from toolbridge._commands.commands import CommandResult
 from toolbridge._definitions.build import (
     DefinitionWarning,
@@ -32,6 +32,7 @@ from toolbridge._options import ToolOptions
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 from toolbridge._sandbox.bwrap.limits import SandboxLimits
 from toolbridge._server.sidecar import SidecarToken
+from toolbridge._step import Step
 from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type

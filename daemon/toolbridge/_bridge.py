@@ -17,13 +17,11 @@ from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
-from toolbridge._commands.snippets import Sandbox
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
-from toolbridge._durable.runstate import RunState
-from toolbridge._durable.steps import Steps, nested_steps
+from toolbridge._durable.steps import nested_steps
 from toolbridge._durable.triggers import Triggers
-from toolbridge._errors import RunWaiting, ToolbridgeError
+from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import check_run_id
@@ -34,6 +32,7 @@ from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
+from toolbridge._step import Step
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext
@@ -43,7 +42,7 @@ from toolbridge._tools.tool import Tool
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("toolbridge")
 
-__all__ = ["Bridge", "Step"]
+__all__ = ["Bridge"]
 
 
 class Bridge:
@@ -406,27 +405,5 @@ class Bridge:
         """
         services = self._require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        state = await self._runs.enter(run_id)
-        try:
+        async with self._runs.session(run_id) as state:
             yield Step(services, state)
-        except RunWaiting:
-            await self._runs.leave(state, None, suspend=True)  # open, for the next entry
-            raise
-        except Exception as exc:
-            await self._runs.leave(state, "failed", f"{type(exc).__name__}: {exc}")
-            raise
-        else:
-            state.mark_stale(None)
-            await self._runs.leave(state, "completed")
-
-
-class Step(Steps):
-    """What ``bridge.run()`` yields: the run's top-level steps and its sandbox.
-
-    Attributes:
-        sandbox: Run commands and snippets whose code can call tools.
-    """
-
-    def __init__(self, services: Services, run: RunState) -> None:
-        super().__init__(services.events, run, None, ToolOptions())
-        self.sandbox: Sandbox = Sandbox(services, run, self._key)

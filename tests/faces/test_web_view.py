@@ -110,7 +110,7 @@ async def test_every_response_has_a_strict_csp_and_only_loopback_hosts_are_answe
     ("args", "status", "said"),
     [
         (["--journal", "nope.db"], 1, "no journal at nope.db"),
-        (["--journal", "postgresql://db/toolbridge"], 1, "cannot read postgresql:// journals"),
+        (["--journal", "postgresql://db/toolbridge"], 1, "PostgreSQL journal"),
         (["--journal", "nope.db", "--port", "70000"], 2, "--port must be from 0 to 65535"),
     ],
 )

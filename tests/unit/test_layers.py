@@ -32,10 +32,10 @@ LAYERS: dict[str, float] = {
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
     "_calls": 4,
-    **dict.fromkeys(["_commands", "_server"], 5),
-    **dict.fromkeys(["_bridge", "testing"], 6),
+    **dict.fromkeys(["_commands", "_server", "_ui"], 5),
+    **dict.fromkeys(["_bridge", "_step", "testing"], 6),
     "": 6.5,  # toolbridge/__init__.py: the public surface, above everything it re-exports
-    "_cli": 7,
+    **dict.fromkeys(["_cli", "_mcp"], 7),  # programs on the public API
 }
 # Layers whose parts are leaves: they import the values (layer 0) and nothing beside them.
 LEAF_LAYERS = frozenset({1})

@@ -125,7 +125,7 @@ def _trace(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**run_to_dict(run), "tree": [node.to_dict() for node in roots]}, indent=2))
         return 0
-    _console().print(_tree(run, steps))
+    _console().print(_tree(run, roots))
     return 0
 
 
@@ -161,10 +161,15 @@ async def _follow(journal: Journal, run_id: str) -> int:
                 if run is None:
                     raise CLIError(f"no run {run_id!r} in {path}")
                 steps = await journal.load_steps(run_id)
-                state = (run, [(s.key, s.status, s.attempts, len(s.attempt_log), s.stale) for s in steps])
+                requests = await journal.approvals.list(run_id=run_id)
+                state = (
+                    run,
+                    [(s.key, s.status, s.attempts, len(s.attempt_log), s.stale) for s in steps],
+                    [(r.id, r.state) for r in requests],
+                )
                 if state != shown:
                     shown = state
-                    out.update(_tree(run, steps), refresh=True)
+                    out.update(_tree(run, build_tree(steps, requests)), refresh=True)
                 if run.status != "running":
                     return 0 if run.status == "completed" else 1
                 await asyncio.sleep(FOLLOW_EVERY)
@@ -189,8 +194,7 @@ class _Printer:
         self._console.file.flush()
 
 
-def _tree(run: RunSummary, steps: list[StepRecord]) -> Tree:
-    roots = build_tree(steps)
+def _tree(run: RunSummary, roots: list[TraceNode]) -> Tree:
     duration = None if run.finished_at is None else run.finished_at - run.started_at
     label = Text.assemble(
         ("run ", "bold"),

@@ -15,14 +15,16 @@ run over, replaying what the dead holder recorded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import math
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge._durable.runstate import RunState
-from toolbridge._errors import JournalError, RunLeaseLostError
+from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
 
@@ -154,3 +156,24 @@ class Runs:
                         await self._journal.end_run(state.run_id, "completed")
                 finally:
                     await self._journal.release_run(state.run_id)
+
+    @contextlib.asynccontextmanager
+    async def session(self, run_id: str) -> AsyncIterator[RunState]:
+        """Enter ``run_id`` for the block; its outcome is the run's.
+
+        A block that raises ``RunWaiting`` leaves the run open for the next entry (a call
+        waits on a person); any other exception records the run as failed; a block that
+        ends marks the steps nobody asked for again as stale and records it as completed.
+        """
+        state = await self.enter(run_id)
+        try:
+            yield state
+        except RunWaiting:
+            await self.leave(state, None, suspend=True)
+            raise
+        except Exception as exc:
+            await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            state.mark_stale(None)
+            await self.leave(state, "completed")

@@ -49,6 +49,17 @@ def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
         else:
             label, tone = f"{hook}: kept it as it was", "plain"
         return {**view, "kind": "hook", "label": label, "tone": tone}
+    if "approval" in entry:  # the request itself is shown under the call
+        return {**view, "kind": "approval", "label": "waited for a person's decision", "tone": "wait"}
+    if "confirmation" in entry:  # the verdict of a requires_confirmation callable
+        verdict = "a person decides" if entry.get("required") else "not needed"
+        failed = f" (it raised {entry['error']})" if entry.get("error") else ""
+        return {
+            **view,
+            "kind": "confirmation",
+            "label": f"requires_confirmation: {verdict}{failed}",
+            "tone": "plain",
+        }
     if "window" in entry:
         return {
             **view,
@@ -64,10 +75,21 @@ def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
     if output_error is not None:
         view.update(
             tone="error",
-            output_error=str(output_error.get("detail", "")),
+            output_error=_reason(output_error),
             error_id=output_error.get("error_id") or view.get("error_id", ""),
         )
     return view
+
+
+def _reason(output_error: dict[str, Any]) -> str:
+    """Why a result failed its output schema: the exception's message, without its class name.
+
+    The boundary records ``exception`` as ``"SchemaValidationError: /field: ..."``; journals
+    written before it kept the reason alone under ``detail``.
+    """
+    if "detail" in output_error:
+        return str(output_error["detail"])
+    return str(output_error.get("exception", "")).partition(": ")[2]
 
 
 def step_marker(step: StepRecord, *, run_finished: bool) -> str:
