@@ -12,6 +12,10 @@ BUF := tools/proto-lint/node_modules/.bin/buf
 # with the reason instead of failing.
 TOOLBRIDGE_REQUIRE_BWRAP ?= 1
 export TOOLBRIDGE_REQUIRE_BWRAP
+# Likewise the PostgreSQL journal's tests, on a throwaway cluster: `TOOLBRIDGE_REQUIRE_POSTGRES=0`
+# skips them with the reason where PostgreSQL cannot be installed (not root).
+TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
+export TOOLBRIDGE_REQUIRE_POSTGRES
 
 # `make test` runs the web view's browser tests too: system-deps installs Debian's chromium for
 # them, and they fail (rather than skip) when it is missing.
@@ -35,7 +39,8 @@ $(NODE_DEPS): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json
 
 node-deps: $(NODE_DEPS)
 
-# bubblewrap for the sandbox: installed here when run as root (apt-get install -y bubblewrap).
+# bubblewrap for the sandbox and PostgreSQL's binaries for the journal's tests: installed here
+# when run as root (apt-get install -y bubblewrap postgresql).
 system-deps:
 	sh scripts/setup_system.sh
 
@@ -70,7 +75,7 @@ pytest: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) -m pytest
 
 # Every benchmark, one after another; their tables go to bench/results.md (shown in the README).
-bench: $(VENV)/.installed $(NODE_DEPS)
+bench: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) bench/run_all.py
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the

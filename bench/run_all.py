@@ -31,6 +31,8 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("A fresh install and its first command", ["first_command.py"], ["--rounds", "1"]),
     ("A call that waits for a person, from decision to answer", ["approval_latency.py"], []),
     ("OpenTelemetry: the cost of spans per call", ["tracing_overhead.py"], []),
+    ("PostgreSQL drivers: one durable commit, a 32-row batch", ["pg_driver.py"], []),
+    ("A durable call on PostgreSQL beside SQLite; fleets of daemons", ["pg_journal.py"], []),
 ]
 
 

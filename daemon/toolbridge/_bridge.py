@@ -22,7 +22,7 @@ from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import nested_steps
 from toolbridge._durable.triggers import Triggers
 from toolbridge._errors import ToolbridgeError
-from toolbridge._journal.base import Durability, Journal, open_journal
+from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import check_run_id
 from toolbridge._sandbox.kinds import SandboxKind, launcher_for
@@ -52,8 +52,9 @@ class Bridge:
     leaving stops the server and closes the journal.
 
     Args:
-        journal: The SQLite file that records runs (created if missing), or ``None`` to
-            record nothing (no replay, no trace).
+        journal: A SQLite file (created if missing), a ``postgresql://user:pass@host/db``
+            URL (daemons on many hosts may share one), or ``None`` to record nothing (no
+            replay, no trace); when omitted, ``TOOLBRIDGE_JOURNAL``.
         sandbox: ``"process"`` (plain child processes; no isolation) or ``"bwrap"``
             (bubblewrap: no network, read-only system, private /tmp).
         socket: The Unix socket to serve on; by default one in a fresh private (0700)
@@ -68,6 +69,7 @@ class Bridge:
         run_lease: Seconds a run entered by this bridge stays its own without renewal. The
             bridge renews it while the run is open; another bridge entering the run meanwhile
             gets ``RunBusyError``, and takes the run over once a dead holder's lease expires.
+        recover: Resume its durable functions' runs whose daemon died (lease expired).
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
 
@@ -82,7 +84,7 @@ class Bridge:
 
     def __init__(
         self,
-        journal: str | os.PathLike[str] | None,
+        journal: str | os.PathLike[str] | FromEnvironment | None = FROM_ENVIRONMENT,
         *,
         sandbox: SandboxKind | Launcher = "process",
         socket: str | os.PathLike[str] | None = None,
@@ -91,6 +93,7 @@ class Bridge:
         tools: Mapping[str, object] | Sequence[object] | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         run_lease: float = 30.0,
+        recover: bool = False,
         shutdown_grace: float = 5.0,
     ) -> None:
         self._max_request_bytes = max_request_bytes
@@ -103,7 +106,8 @@ class Bridge:
         self._background: set[asyncio.Future[Any]] = set()
         self._runs = Runs(self._journal, self._background, lease=run_lease)
         self._events = EventBus(self._journal)
-        self._events.on_event.append(Triggers(self._registry, self._background, self.run).on_event)
+        self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
+        self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
         self._shutdown = Shutdown(shutdown_grace)
         self._approval_hub = hub = ApprovalHub(self._journal)
@@ -139,7 +143,7 @@ class Bridge:
 
     @property
     def journal_location(self) -> str | None:
-        """Where the journal is (the path given as ``journal=``), or ``None`` without one."""
+        """Where the journal is (the path or URL given as ``journal=``), or ``None`` without one."""
         return self._journal.location
 
     def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
@@ -159,6 +163,11 @@ class Bridge:
             ToolbridgeError: when the bridge is already serving.
         """
         self._endpoint.move(socket=socket, listen=listen)
+        return self
+
+    def enable_recovery(self) -> Bridge:
+        """Resume orphaned function runs, as ``recover=True`` does; returns the bridge."""
+        self._triggers.recovering = True
         return self
 
     @property
@@ -229,6 +238,7 @@ class Bridge:
         except BaseException:
             await self._journal.close()
             raise
+        self._triggers.opened()
         return self
 
     async def _serve(self) -> None:

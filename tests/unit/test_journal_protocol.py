@@ -12,6 +12,7 @@ import pytest
 from toolbridge import JournalError, RunBusyError, RunLeaseLostError, SidecarToken
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.null import NullJournal
+from toolbridge._journal.postgres import PostgresJournal
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
 
@@ -69,11 +70,10 @@ def test_open_journal_picks_the_implementation_by_location(tmp_path: Path) -> No
     assert isinstance(open_journal(str(tmp_path / "j.db")), SQLiteJournal)
     assert isinstance(open_journal(None), NullJournal)
     for url in ("postgresql://u:secret@db/toolbridge", "postgres://db/toolbridge"):
-        with pytest.raises(ValueError, match=r"PostgreSQL journal .* not supported yet") as caught:
-            open_journal(url)
-        assert "secret" not in str(caught.value)
-    with pytest.raises(ValueError, match="unknown journal location"):
-        open_journal("mysql://db")
+        assert isinstance(open_journal(url), PostgresJournal)  # not opened: nothing connects
+    with pytest.raises(ValueError, match="unknown journal location") as caught:
+        open_journal("mysql://u:secret@db")
+    assert "secret" not in str(caught.value)
 
 
 async def test_tokens_are_stored_found_listed_and_revoked(journals: Callable[[], Journal]) -> None:

@@ -1,8 +1,9 @@
 """``toolbridge serve`` and ``toolbridge token``: sidecar mode from the command line.
 
 ``serve`` hosts a bridge's registered tools for sandboxes started elsewhere (a container, a
-remote VM) until interrupted. ``token`` mints, lists and revokes the tokens those sandboxes
-present; it works on the journal file directly, so it can run while ``serve`` does.
+remote VM) until interrupted; ``--recover`` also resumes the durable-function runs of daemons
+that died. ``token`` mints, lists and revokes the tokens those sandboxes present; it works on
+the journal directly (a file, or PostgreSQL), so it can run while ``serve`` does.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from toolbridge import Bridge
-from toolbridge._cli.target import CLIError, load_bridge
+from toolbridge._cli.target import CLIError, add_journal_option, load_bridge
 from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
 
 
@@ -37,6 +38,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="serve on this Unix socket")
     where.add_argument("--listen", metavar="HOST:PORT", help="serve on TCP (no TLS: keep it private)")
+    add_journal_option(serve)
+    serve.add_argument(
+        "--recover",
+        action="store_true",
+        help="resume the runs of the bridge's durable functions whose daemon died (lease expired)",
+    )
     serve.add_argument(
         "--grace",
         type=float,
@@ -53,6 +60,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     actions = token.add_subparsers(dest="action", required=True, metavar="ACTION")
     mint = actions.add_parser("mint", help="mint a token and print it")
     mint.add_argument("target", metavar="MODULE:ATTR")
+    add_journal_option(mint)
     mint.add_argument("--run", required=True, metavar="RUN_ID", help="the run its calls belong to")
     mint.add_argument(
         "--tool", action="append", default=[], metavar="NAME", help="a tool it may call (repeat)"
@@ -64,10 +72,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     mint.set_defaults(handler=_mint)
     listing = actions.add_parser("list", help="list tokens (never their secrets)")
     listing.add_argument("target", metavar="MODULE:ATTR")
+    add_journal_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_list)
     revoke = actions.add_parser("revoke", help="revoke a token: its next call fails")
     revoke.add_argument("target", metavar="MODULE:ATTR")
+    add_journal_option(revoke)
     revoke.add_argument("token_id", metavar="TOKEN_ID")
     revoke.set_defaults(handler=_revoke)
 
@@ -105,7 +115,14 @@ async def serve_until_stopped(bridge: Bridge, stopped: asyncio.Event | None = No
 
 
 def _serve(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
+    if args.journal is not None and bridge.journal_location != args.journal:
+        raise CLIError(
+            f"{args.target} builds its bridge with journal={bridge.journal_location!r}; leave "
+            "journal= out of Bridge(...) (it then reads TOOLBRIDGE_JOURNAL) to choose it with --journal"
+        )
+    if args.recover:
+        bridge.enable_recovery()
     if args.socket is not None or args.listen is not None:
         bridge.serve_on(socket=args.socket, listen=args.listen)
     if args.grace is not None:
@@ -129,8 +146,8 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
-def _journal_path(bridge: Bridge) -> str:
-    location = bridge.journal_location
+def _journal_path(bridge: Bridge, args: argparse.Namespace) -> str:
+    location = args.journal or bridge.journal_location
     if location is None:
         raise CLIError("this bridge has no journal file (journal=None), so it cannot keep sidecar tokens")
     return location
@@ -158,7 +175,7 @@ def _as_json(token: SidecarToken) -> dict[str, Any]:
 
 
 def _mint(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
     tools = sorted(bridge.tools) if args.all_tools else list(args.tool)
     if not tools:
         raise CLIError("name the tools the token may call with --tool NAME (or --all-tools)")
@@ -171,7 +188,7 @@ def _mint(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
 
     async def mint() -> SidecarToken:
-        async with open_token_store(_journal_path(bridge)) as store:
+        async with open_token_store(_journal_path(bridge, args)) as store:
             return await store.mint(run_id=args.run, tools=tools, max_calls=args.max_calls, ttl=ttl)
 
     try:
@@ -191,10 +208,10 @@ def _mint(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
 
     async def listing() -> list[SidecarToken]:
-        async with open_token_store(_journal_path(bridge)) as store:
+        async with open_token_store(_journal_path(bridge, args)) as store:
             return await store.list()
 
     tokens = asyncio.run(listing())
@@ -211,10 +228,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
 
     async def revoke() -> bool:
-        async with open_token_store(_journal_path(bridge)) as store:
+        async with open_token_store(_journal_path(bridge, args)) as store:
             return await store.revoke(args.token_id)
 
     if not asyncio.run(revoke()):

@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 
 from toolbridge import Bridge
-from toolbridge._cli.target import CLIError, load_bridge
+from toolbridge._cli.target import CLIError, add_journal_option, load_bridge
 from toolbridge._definitions.build import FORMATS, DefinitionWarning, tool_definitions
 from toolbridge._errors import ToolError
 from toolbridge._json import JSONFormatError, loads_strict
@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         help="the arguments: a JSON object (named) or array (positional); '-' reads them from "
         "stdin (default: {})",
     )
-    call.add_argument("--journal", metavar="PATH", help="record the call in this SQLite journal instead")
+    add_journal_option(call)
     call.add_argument(
         "--run-id", metavar="ID", help="the run to record the call in; the same id again replays it"
     )
@@ -65,6 +65,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     )
     definitions.add_argument("target", metavar="MODULE:ATTR", help=TARGET_HELP)
     definitions.add_argument("--format", choices=FORMATS, default="anthropic", help="(default: anthropic)")
+    add_journal_option(definitions)
     definitions.set_defaults(handler=_definitions)
 
 
@@ -85,13 +86,13 @@ def _arguments(text: str) -> dict[str, Any] | list[Any]:
 
 
 def _call(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
     if args.tool not in bridge.tools:
         known = ", ".join(sorted(bridge.tools)) or "none"
         raise CLIError(f"{args.target} has no tool named {args.tool!r} (its tools: {known})")
     arguments = _arguments(args.input)
-    if args.journal is not None:
-        bridge = Bridge(journal=args.journal, tools=bridge.tools)
+    if args.journal is not None and bridge.journal_location != args.journal:
+        bridge = Bridge(journal=args.journal, tools=bridge.tools)  # a bridge with its own journal=
     run_id = args.run_id or uuid.uuid4().hex
     try:
         location = bridge.journal_location
@@ -131,7 +132,7 @@ async def _say_when_waiting(bridge: Bridge, run_id: str, journal: str) -> None:
 
 
 def _definitions(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target)
+    bridge = load_bridge(args.target, journal=args.journal)
     with warnings.catch_warnings():
         # Said on stderr below, one line each, rather than as a Python warning.
         warnings.simplefilter("ignore", DefinitionWarning)

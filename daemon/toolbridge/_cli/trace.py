@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import json
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from toolbridge._cli.target import CLIError
+from toolbridge._cli.target import CLIError, add_journal_option, journal_location
 from toolbridge._durable.otlp import export_run
 from toolbridge._durable.tracing import content_enabled
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.approvals import ApprovalRequest
-from toolbridge._journal.base import open_journal
+from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 from toolbridge._ui.view import entry_view, step_marker
@@ -67,23 +68,31 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--journal", type=Path, default=Path("toolbridge.db"), help="the journal file (default toolbridge.db)"
-    )
+    add_journal_option(parser, fallback="toolbridge.db")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 Read = tuple[list[RunSummary], list[StepRecord], list[ApprovalRequest]]
 
 
-def _read(path: Path, run_id: str | None, limit: int) -> Read:
-    if not path.exists():
-        raise CLIError(f"no journal at {path} (pass --journal PATH)")
-    return asyncio.run(_read_journal(path, run_id, limit))
+def _journal(args: argparse.Namespace) -> Journal:
+    """The journal ``--journal`` (or ``TOOLBRIDGE_JOURNAL``, or toolbridge.db) names."""
+    location = journal_location(args, fallback="toolbridge.db")
+    assert location is not None
+    if "://" not in location and not Path(location).exists():
+        raise CLIError(f"no journal at {location} (pass --journal PATH or a postgresql:// URL)")
+    try:
+        return open_journal(location)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
-async def _read_journal(path: Path, run_id: str | None, limit: int) -> Read:
-    journal = open_journal(path)
+def _read(args: argparse.Namespace, run_id: str | None, limit: int) -> Read:
+    return asyncio.run(_read_journal(_journal(args), run_id, limit))
+
+
+async def _read_journal(journal: Journal, run_id: str | None, limit: int) -> Read:
+    path = "this journal"
     await journal.open()
     try:
         if run_id is None:
@@ -98,11 +107,11 @@ async def _read_journal(path: Path, run_id: str | None, limit: int) -> Read:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    runs, _, _ = _read(args.journal, None, args.limit)
+    runs, _, _ = _read(args, None, args.limit)
     if args.json:
         print(json.dumps([run_to_dict(run) for run in runs], indent=2))
         return 0
-    table = Table("run", "status", "started", "duration", "steps", "entries", box=None)
+    table = Table("run", "status", "started", "duration", "steps", "entries", "owner", "lease", box=None)
     for run in runs:
         table.add_row(
             run.run_id,
@@ -111,6 +120,7 @@ def _runs(args: argparse.Namespace) -> int:
             _duration(None if run.finished_at is None else run.finished_at - run.started_at),
             str(run.steps),
             str(run.entries),
+            *_holder(run),
         )
     _console().print(table)
     return 0
@@ -128,10 +138,8 @@ def _trace(args: argparse.Namespace) -> int:
     if args.follow:
         if args.json:
             raise CLIError("--follow redraws the tree; it does not combine with --json")
-        if not args.journal.exists():
-            raise CLIError(f"no journal at {args.journal} (pass --journal PATH)")
-        return asyncio.run(_follow(args.journal, args.run_id))
-    (run,), steps, requests = _read(args.journal, args.run_id, 1)
+        return asyncio.run(_follow(_journal(args), args.run_id))
+    (run,), steps, requests = _read(args, args.run_id, 1)
     if args.export is not None:
         return _export(run, steps, args.export)
     roots = build_tree(steps, requests)
@@ -142,14 +150,25 @@ def _trace(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _follow(path: Path, run_id: str) -> int:
+def _holder(run: RunSummary) -> tuple[str, str]:
+    """Who holds the run and until when, as ``toolbridge runs`` shows them."""
+    if run.owner is None:
+        return "", ""
+    if run.lease_expires_at is None:
+        return run.owner, "released"
+    if run.lease_expires_at <= time.time():
+        return run.owner, f"expired {_time(run.lease_expires_at)}"
+    return run.owner, f"until {_time(run.lease_expires_at)}"
+
+
+async def _follow(journal: Journal, run_id: str) -> int:
     """Redraw the trace whenever the run changes, until it is no longer running.
 
     On a terminal the tree is redrawn in place; piped, each changed tree is printed after
     the last, so a reader sees every state the run went through.
     """
     console = _console()
-    journal = open_journal(path)
+    path = "this journal"
     await journal.open()
     try:
         with (
@@ -205,6 +224,7 @@ def _tree(run: RunSummary, roots: list[TraceNode]) -> Tree:
         (run.status, _STATUS_STYLE[run.status]),
         f"  {_duration(duration)}  {run.steps} steps  started {_time(run.started_at)}",
         f"  entered {run.entries}x" if run.entries > 1 else "",
+        "  owner {} ({})".format(*_holder(run)) if run.owner else "",
     )
     tree = Tree(label)
     finished = run.status != "running"

@@ -109,6 +109,8 @@ class Commands:
             RunWaiting: when a call still waits for a person after
                 ``tool_options.approval_hold``; the command was stopped, and entering the
                 run again once it is decided resumes it.
+            RunLeaseLostError: when another daemon took the run over (its lease had run out):
+                the command was stopped, and the run goes on there.
         """
         argv = _argv(command)
         tool_map = to_tools(tools or {})
@@ -216,6 +218,8 @@ async def execute_command(
         writable_paths=list(writable),
         socket_dir=services.socket_dir,
     )
+    # A run taken over by another daemon stops here: its new holder runs it now.
+    forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
         outcome = await services.launcher.run(spec, scope.stop)
         span.finish(outcome.exit_code, outcome.stopped)
@@ -225,8 +229,10 @@ async def execute_command(
         await run.journal.write(rec)
         raise
     finally:
+        forget()
         services.tokens.revoke(token_id)
         span.end()
+    await run.check_lease()
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
         raise RunWaiting(run.run_id, pending)

@@ -1,7 +1,9 @@
 """The event bus: journals each event, then wakes matching waits and starts triggered work.
 
 Every event is journaled before anyone sees it, so a wait that resumes after a crash still
-finds an event sent before the crash.
+finds an event sent before the crash. On a journal that daemons on several hosts share
+(PostgreSQL), an event sent on one host wakes the matching waits on every other as it commits
+(those go by the sending host's timestamp: an event counts if sent after the wait began).
 
 Matching does not depend on the wall clock: a wait registered in this process gets every
 matching event published after it registered, whatever their timestamps say; and the
@@ -34,11 +36,25 @@ class EventBus:
         self._waiters: list[tuple[str, float, Match | None, asyncio.Future[Event]]] = []
         self.on_event: list[Callable[[Event], None]] = []
         self._last = 0.0
+        # Events other daemons send through a shared journal (PostgreSQL) wake our waits
+        # too; triggered functions start only where the event was sent.
+        journal.watch_events(lambda recorded: self._remote(Event.from_dict(recorded)))
 
     def clock(self) -> float:
         """Now, on the wall clock, but never before a time this bus gave earlier."""
         self._last = max(now(), self._last + 1e-6)
         return self._last
+
+    def _remote(self, event: Event) -> None:
+        for waiter in list(self._waiters):
+            wanted, since, match, future = waiter
+            if (
+                wanted == event.name
+                and event.ts >= since
+                and not future.done()
+                and (match is None or match(event))
+            ):
+                future.set_result(event)
 
     async def publish(self, name: str, data: Mapping[str, Any]) -> Event:
         """Send an event now. It is journaled before any waiter or trigger sees it."""

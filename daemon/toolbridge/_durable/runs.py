@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
-from toolbridge._errors import JournalError, RunWaiting
+from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
 
@@ -60,6 +62,16 @@ class Runs:
         self._open: dict[str, RunState] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
 
+    @property
+    def journal(self) -> Journal:
+        """Where the runs are recorded."""
+        return self._journal
+
+    @property
+    def lease(self) -> float:
+        """Seconds the bridge's hold on an open run lasts without renewal."""
+        return self._lease
+
     def get(self, run_id: str) -> RunState | None:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)
@@ -72,10 +84,15 @@ class Runs:
         """
         state = self._open.get(run_id)
         if state is None:
+            asked = time.monotonic()
             recorded = await self._journal.enter_run(run_id, lease=self._lease)
-            state = self._open.setdefault(run_id, RunState(run_id, recorded, self._journal, self._background))
+            state = self._open.get(run_id)
+            if state is None:
+                state = self._open[run_id] = RunState(run_id, recorded, self._journal, self._background)
+                state.lease_deadline = asked + self._lease
+                state.renew = functools.partial(self._renew_once, state)
             if run_id not in self._renewals:
-                self._renew_while_open(run_id)
+                self._renew_while_open(state)
             state.entries += 1
             return state
         # Counted before the await: the last other entry leaving meanwhile must not close the
@@ -88,23 +105,32 @@ class Runs:
             raise
         return state
 
-    def _renew_while_open(self, run_id: str) -> None:
-        task = asyncio.ensure_future(self._renew(run_id))
-        self._renewals[run_id] = task
+    def _renew_while_open(self, state: RunState) -> None:
+        task = asyncio.ensure_future(self._renew(state))
+        self._renewals[state.run_id] = task
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _renew(self, run_id: str) -> None:
+    async def _renew(self, state: RunState) -> None:
         while True:
             await asyncio.sleep(self._lease / 3)
             try:
-                renewed = await self._journal.renew_run(run_id, lease=self._lease)
+                if not await self._renew_once(state):
+                    return
             except JournalError as exc:  # the journal closed or cannot write: writes will say so
-                log.warning("could not renew the lease on run %r: %s", run_id, exc)
+                log.warning("could not renew the lease on run %r: %s", state.run_id, exc)
                 return
-            if not renewed:
-                log.warning("lost the lease on run %r: another daemon took it over", run_id)
-                return
+
+    async def _renew_once(self, state: RunState) -> bool:
+        """Renew the lease now; a run found taken over is lost (its commands are stopped)."""
+        asked = time.monotonic()
+        if await self._journal.renew_run(state.run_id, lease=self._lease):
+            state.lease_deadline = asked + self._lease
+            return True
+        holder = await self._journal.get_run(state.run_id)
+        log.warning("lost the lease on run %r: another daemon took it over", state.run_id)
+        state.lose(RunLeaseLostError(state.run_id, None if holder is None else holder.owner))
+        return False
 
     async def leave(
         self, state: RunState, status: RunStatus | None, error: str | None = None, *, suspend: bool = False

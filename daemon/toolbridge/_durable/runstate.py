@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from toolbridge._durable.startrecords import StartRecords
+from toolbridge._errors import RunLeaseLostError
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
@@ -43,6 +46,34 @@ class RunState:
         # recorded children of a re-run parent that nobody asked for are marked stale.
         self.claimed: set[str] = set()
         self.executed_parents: set[str | None] = {None}
+        # Set once another daemon took the run over (see Runs): nothing more runs here, and
+        # the run's commands are stopped.
+        self.lost: RunLeaseLostError | None = None
+        self._on_lost: list[Callable[[RunLeaseLostError], None]] = []
+        # When this bridge's hold on the run runs out unless renewed (monotonic seconds), and
+        # how to renew it: new work that would start past it first makes sure the run is
+        # still ours, so a daemon that was paused does not start steps it no longer owns.
+        self.lease_deadline = math.inf
+        self.renew: Callable[[], Awaitable[bool]] | None = None
+
+    def on_lost(self, callback: Callable[[RunLeaseLostError], None]) -> Callable[[], None]:
+        """Call ``callback`` if the run is taken over; returns a function that cancels that."""
+        self._on_lost.append(callback)
+        return lambda: self._on_lost.remove(callback) if callback in self._on_lost else None
+
+    def lose(self, error: RunLeaseLostError) -> None:
+        """Note that another daemon took the run over, and tell whoever asked."""
+        if self.lost is None:
+            self.lost = error
+            for callback in list(self._on_lost):
+                callback(error)
+
+    async def check_lease(self) -> None:
+        """Raise :class:`RunLeaseLostError` unless the run is still this bridge's to run."""
+        if self.lost is None and self.renew is not None and time.monotonic() >= self.lease_deadline:
+            await self.renew()
+        if self.lost is not None:
+            raise RunLeaseLostError(self.run_id, self.lost.owner)
 
     def idempotency_key(self, step_key: str) -> str:
         """Stable for a step across attempts, replays and daemon restarts."""
@@ -80,6 +111,10 @@ class RunState:
         cancelled, as a tool call must once it has started.
         """
         existing = self._inflight.get(key)
+        if existing is not None:
+            return await asyncio.shield(existing)
+        await self.check_lease()
+        existing = self._inflight.get(key)  # another asker started it while we checked
         if existing is not None:
             return await asyncio.shield(existing)
         task: asyncio.Future[T] = asyncio.ensure_future(work())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,7 +19,7 @@ from toolbridge._journal.null import NullJournal
 from toolbridge._journal.sqlite import Durability, SQLiteJournal
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
-__all__ = ["Durability", "Journal", "open_journal"]
+__all__ = ["FROM_ENVIRONMENT", "Durability", "FromEnvironment", "Journal", "open_journal"]
 
 
 class Journal(Protocol):
@@ -77,6 +78,10 @@ class Journal(Protocol):
 
     async def get_run(self, run_id: str) -> RunSummary | None: ...
 
+    async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
+        """Runs still ``running`` whose holder left or let its lease run out (for recovery)."""
+        ...
+
     # -- events ----------------------------------------------------------------------------
 
     async def record_event(self, event: dict[str, Any]) -> None:
@@ -85,6 +90,16 @@ class Journal(Protocol):
 
     async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
         """Events named ``name`` sent at or after ``since``, oldest first."""
+        ...
+
+    async def get_event(self, event_id: str) -> dict[str, Any] | None: ...
+
+    def watch_events(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``listener`` with each event another daemon records, as it commits.
+
+        A journal that other daemons cannot share at once across hosts may never call it;
+        waits then find those events when they next read the journal.
+        """
         ...
 
     # -- sidecar tokens --------------------------------------------------------------------
@@ -117,27 +132,51 @@ class Journal(Protocol):
     def approvals(self) -> ApprovalStore: ...
 
 
+class FromEnvironment:
+    """The default location of a journal: whatever ``TOOLBRIDGE_JOURNAL`` says."""
+
+    def __repr__(self) -> str:
+        return "FROM_ENVIRONMENT"
+
+
+FROM_ENVIRONMENT = FromEnvironment()
+
+
 def open_journal(
-    location: str | os.PathLike[str] | None, *, durability: Durability = "normal", owner: str | None = None
+    location: str | os.PathLike[str] | FromEnvironment | None,
+    *,
+    durability: Durability = "normal",
+    owner: str | None = None,
 ) -> Journal:
     """The journal for ``location``, not yet opened (``await journal.open()``).
 
     Args:
-        location: A file path (SQLite), or ``None`` for a journal that records nothing.
+        location: A file path (SQLite), a ``postgresql://`` (or ``postgres://``) URL,
+            ``None`` for a journal that records nothing, or ``FROM_ENVIRONMENT`` for the
+            location in ``TOOLBRIDGE_JOURNAL``.
         durability: ``"normal"`` survives a killed process, ``"full"`` a power loss too.
         owner: Who the journal writes as; a fresh ``host:pid:random`` by default.
 
     Raises:
-        ValueError: for a location no implementation serves (a PostgreSQL URL, for now).
+        ValueError: for a location no implementation serves (another URL scheme).
     """
+    if isinstance(location, FromEnvironment):
+        location = os.environ.get("TOOLBRIDGE_JOURNAL") or None
+        if location is None:
+            raise ValueError(
+                "no journal given: pass journal= (a SQLite file, a postgresql:// URL, or None to "
+                "record nothing) or set TOOLBRIDGE_JOURNAL"
+            )
     if location is None:
         return NullJournal()
     text = os.fspath(location)
     if text.startswith(("postgresql://", "postgres://")):
-        raise ValueError(
-            f"a PostgreSQL journal ({text.split('@')[-1]!r}) is not supported yet; "
-            "pass the path of a SQLite file"
-        )
+        from toolbridge._journal.postgres import PostgresJournal
+
+        return PostgresJournal(text, durability=durability, owner=owner)
     if "://" in text:
-        raise ValueError(f"unknown journal location {text!r}: pass the path of a SQLite file")
+        raise ValueError(
+            f"unknown journal location {text.split('@')[-1]!r}: pass the path of a SQLite file "
+            "or a postgresql:// URL"
+        )
     return SQLiteJournal(Path(text), durability=durability, owner=owner)

@@ -7,6 +7,7 @@ need a bridge but no record.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from toolbridge._errors import JournalError
@@ -63,6 +64,15 @@ class NullJournal:
         return None
 
     async def events_since(self, name: str, since: float) -> list[dict[str, Any]]:
+        return []
+
+    async def get_event(self, event_id: str) -> dict[str, Any] | None:
+        return None
+
+    def watch_events(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        return None
+
+    async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
         return []
 
     async def insert_token(self, token: SidecarToken, secret_hash: bytes) -> None:

@@ -190,6 +190,13 @@ class SQLiteJournal:
         found = await self._runs("WHERE r.run_id = ?", (run_id,))
         return found[0] if found else None
 
+    async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
+        return await self._runs(
+            "WHERE r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= ?) "
+            "ORDER BY r.started_at LIMIT ?",
+            (r.to_ms(now()), limit),
+        )
+
     async def _runs(self, where: str, params: tuple[Any, ...]) -> list[RunSummary]:
         found = await self.db.execute_fetchall(f"SELECT {r.RUN_COLUMNS} FROM runs r {where}", params)
         return [r.run_from_row(row) for row in found]
@@ -206,6 +213,17 @@ class SQLiteJournal:
             (name, r.to_ms(since)),
         )
         return [r.event_from_row(row) for row in found]
+
+    async def get_event(self, event_id: str) -> dict[str, Any] | None:
+        found = await self.db.execute_fetchall(
+            "SELECT event_id, name, data_json, ts FROM events WHERE event_id = ?", (event_id,)
+        )
+        return next((r.event_from_row(row) for row in found), None)
+
+    def watch_events(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        # One file has no notifications: another process's events are found when a wait
+        # reads the journal (at the start of each wait window).
+        return None
 
     # -- sidecar tokens --------------------------------------------------------------------
 
