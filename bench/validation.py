@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from toolbridge import DefinitionWarning, tool, tool_definitions
 from toolbridge._definitions.build import FORMATS
-from toolbridge._tools.tool import to_tool
+from toolbridge._tools.convert import to_tool
 
 
 class Priority(enum.Enum):

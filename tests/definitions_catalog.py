@@ -142,6 +142,6 @@ def catalog() -> dict[str, object]:
 
 def catalog_tool(name: str) -> Tool:
     """One tool of the catalog, as its frozen definition."""
-    from toolbridge._tools.tool import to_tool
+    from toolbridge._tools.convert import to_tool
 
     return to_tool(catalog()[name])

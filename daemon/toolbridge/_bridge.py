@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import os
 import signal
 import uuid
@@ -40,7 +39,6 @@ from toolbridge._tools.registry import Registry
 from toolbridge._tools.tool import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
-log = logging.getLogger("toolbridge")
 
 __all__ = ["Bridge"]
 
@@ -283,11 +281,8 @@ class Bridge:
             ValueError: for an unknown tool or a bad run id, budget or lifetime.
             ToolbridgeError: when the bridge has no journal file or is not open.
         """
-        unknown = sorted(set(tools) - set(self._tools)) if not isinstance(tools, str) else []
-        if unknown:
-            raise ValueError(f"no registered tool named {', '.join(map(repr, unknown))} on this bridge")
         self._require_open()
-        return await self._sidecar.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
+        return await self._sidecar.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
 
     async def check_token(self, token: str) -> SidecarToken | None:
         """The grant of a presented sidecar token if it is valid and active, else ``None``.
@@ -295,9 +290,7 @@ class Bridge:
         For faces taking bearer tokens (``toolbridge mcp --http``); checked in constant time.
         """
         self._require_open()
-        if self._journal.location is None:
-            return None  # journal=None keeps no tokens
-        return await self._sidecar.store.check(token)
+        return await self._sidecar.check(token)
 
     async def revoke_token(self, token_id: str) -> bool:
         """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
@@ -306,9 +299,7 @@ class Bridge:
             False when no such token exists or it was already revoked.
         """
         self._require_open()
-        revoked = await self._sidecar.store.revoke(token_id)
-        await self._sidecar.release(token_id)
-        return revoked
+        return await self._sidecar.revoke(token_id)
 
     async def list_tokens(self) -> list[SidecarToken]:
         """Every sidecar token in the journal, newest first (without their secrets)."""

@@ -19,7 +19,7 @@ from toolbridge._journal.null import NullJournal
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import now
 from toolbridge._sandbox.launcher import StopSignal
-from toolbridge._tools.tool import to_tools
+from toolbridge._tools.convert import to_tools
 
 
 def request(

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from toolbridge import tool_definitions
 from toolbridge._schema.schema import SchemaValidationError
-from toolbridge._tools.tool import to_tool
+from toolbridge._tools.convert import to_tool
 
 
 class Plan(enum.Enum):

@@ -27,7 +27,7 @@ from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
-from toolbridge._tools.tool import to_tools
+from toolbridge._tools.convert import to_tools
 
 __all__ = ["CommandResult", "Commands", "execute_command"]
 

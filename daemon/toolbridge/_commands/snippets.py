@@ -25,7 +25,7 @@ from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import ProcessOutcome
 from toolbridge._schema.schema import SchemaValidationError, schema_from
-from toolbridge._tools.tool import to_tools
+from toolbridge._tools.convert import to_tools
 
 __all__ = ["Sandbox"]
 

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from toolbridge._definitions.openai_strict import NotStrictCompatibleError, to_openai_strict
 from toolbridge._schema.walk import close_objects, inline_root_ref
-from toolbridge._tools.tool import Tool, to_tools
+from toolbridge._tools.convert import to_tools
+from toolbridge._tools.tool import Tool
 
 __all__ = [
     "FORMATS",

@@ -205,6 +205,27 @@ class SidecarScopes:
         self._served[grant.id] = served
         return served
 
+    async def mint(self, *, run_id: str, tools: Sequence[str], max_calls: int, ttl: float) -> SidecarToken:
+        """Mint a token granting registered tools (see ``Bridge.mint_token``).
+
+        Raises:
+            ValueError: for a tool not registered, or a bad run id, budget or lifetime.
+        """
+        unknown = sorted(set(tools) - set(self._tools)) if not isinstance(tools, str) else []
+        if unknown:
+            raise ValueError(f"no registered tool named {', '.join(map(repr, unknown))} on this bridge")
+        return await self.store.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
+
+    async def check(self, token: str) -> SidecarToken | None:
+        """The grant of a presented token if it is valid and active; a journal=None bridge has none."""
+        return None if self._journal.location is None else await self.store.check(token)
+
+    async def revoke(self, token_id: str) -> bool:
+        """Revoke a token and stop serving it; False when unknown or already revoked."""
+        revoked = await self.store.revoke(token_id)
+        await self.release(token_id)
+        return revoked
+
     async def release(self, token_id: str) -> None:
         """Stop serving one token (its step is closed; a later valid call reopens it)."""
         served = self._served.pop(token_id, None)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from toolbridge._tools.convert import to_tool, to_tools
 from toolbridge._tools.events import EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext, make_function
-from toolbridge._tools.tool import Tool, check_tool_name, to_tool, to_tools
+from toolbridge._tools.tool import Tool, check_tool_name
 
 __all__ = ["Registry"]
 

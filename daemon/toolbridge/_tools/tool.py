@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolbridge._json import canonical
 from toolbridge._schema.nulls import NullOmission
 from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
-from toolbridge._schema.signature import FunctionSignature, describe, read_signature
+from toolbridge._schema.signature import FunctionSignature, describe
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, takes_context
 
@@ -32,7 +32,6 @@ __all__ = [
     "call_hook",
     "call_maybe_async",
     "check_tool_name",
-    "to_tool",
     "tool",
 ]
 
@@ -351,54 +350,3 @@ class _ToolFactory:
 
 tool = _ToolFactory()
 """Declare tools: ``tool.step(...)`` and ``tool.group(...)``."""
-
-
-def to_tool(value: object) -> Tool:
-    """The :class:`Tool` for anything accepted as a tool.
-
-    Raises:
-        TypeError: for values that are not tools, naming what is accepted.
-    """
-    if isinstance(value, Tool):
-        return value
-    as_tool = getattr(value, "__toolbridge_tool__", None)
-    if as_tool is not None:
-        result = as_tool()
-        if isinstance(result, Tool):
-            return result
-    if callable(value):
-        description, _ = describe(value)
-        signature = read_signature(value)
-        return Tool(
-            kind="function",
-            handler=value,
-            description=description,
-            signature=signature,
-            input_schema=None if signature is None else signature.schema,
-            strict=False,
-        )
-    raise TypeError(
-        f"{value!r} is not a tool: pass a function, tool.step(...), tool.group(...) or a durable function"
-    )
-
-
-def to_tools(tools: Mapping[str, object] | Sequence[object]) -> dict[str, Tool]:
-    """Check names and convert ``tools=``: a dict of name -> tool, or a list of named tools.
-
-    Raises:
-        ValueError: for an invalid or repeated name.
-        TypeError: for a value that is not a tool, or a tool in a list without a name.
-    """
-    if isinstance(tools, Mapping):
-        return {check_tool_name(name): to_tool(value) for name, value in tools.items()}
-    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
-        raise TypeError("tools= must be a dict of name -> tool, or a list of named tools")
-    named: dict[str, Tool] = {}
-    for value in tools:
-        item = to_tool(value)
-        if item.name is None:
-            raise TypeError(f"{value!r} has no name: declare it with tool.step(name=...), or pass a dict")
-        if item.name in named:
-            raise ValueError(f"two tools in tools= are named {item.name!r}")
-        named[item.name] = item
-    return named

@@ -21,7 +21,7 @@ from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
-from toolbridge._tools.tool import to_tools
+from toolbridge._tools.convert import to_tools
 from toolbridge.testing._call import SandboxCall, call_as_sandbox, encode_call
 
 __all__ = ["ToolHarness"]
