@@ -19,7 +19,7 @@ from tests.faces.conftest import REPO, WAIT, serving
 from tests.faces.test_web_view import browser, new_page  # noqa: F401 (the fixture)
 from toolbridge import Bridge
 
-DOCS_SCREENSHOT = REPO / "docs" / "run-page.png"
+DOCS_SCREENSHOT = REPO / "docs" / "approval-page.png"
 
 
 def _post(url: str, body: object, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
