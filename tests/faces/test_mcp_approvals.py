@@ -85,3 +85,22 @@ async def test_without_elicitation_the_call_waits_for_the_cli(faces_dir: Path) -
     assert calls(faces_dir) == ["refund R2"]
     (req,) = await decided(faces_dir)
     assert (req["state"], req["decided_by"], req["channel"]) == ("approved", "carol", "cli")
+
+
+async def test_declined_in_the_client_the_call_is_rejected_and_the_tool_never_runs(faces_dir: Path) -> None:
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    params = StdioServerParameters(command=TOOLBRIDGE, args=["mcp", TARGET], cwd=REPO, env=app_env(faces_dir))
+    async with Client(params, elicitation_callback=elicit) as client:
+        result = await asyncio.wait_for(client.call_tool("refund", {"sku": "R3"}), WAIT)
+    assert result.is_error
+    assert result.meta is not None
+    assert result.meta["toolbridge/error"]["type"] == "ApprovalRejected"
+    assert calls(faces_dir) == []
+    (req,) = await decided(faces_dir)
+    assert (req["state"], req["decided_by"], req["reason"]) == (
+        "rejected",
+        "mcp client",
+        "declined in the MCP client",
+    )
