@@ -65,7 +65,7 @@ async def test_without_elicitation_the_call_waits_for_the_cli(faces_dir: Path) -
     hints: list[str] = []
     hinted = asyncio.Event()
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
         if message and "waits for a person" in message:
             hints.append(message)
             hinted.set()
