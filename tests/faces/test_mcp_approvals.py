@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -36,7 +37,8 @@ async def decided(faces_dir: Path) -> list[dict[str, Any]]:
         await journal.close()
 
 
-async def test_a_client_with_elicitation_approves_in_the_client(faces_dir: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # input_required, or elicitation/create
+async def test_a_client_with_elicitation_approves_in_the_client(faces_dir: Path, mode: str) -> None:
     asked: list[str] = []
 
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -45,7 +47,7 @@ async def test_a_client_with_elicitation_approves_in_the_client(faces_dir: Path)
         return types.ElicitResult(action="accept", content={"reason": "the customer called"})
 
     params = StdioServerParameters(command=TOOLBRIDGE, args=["mcp", TARGET], cwd=REPO, env=app_env(faces_dir))
-    async with Client(params, elicitation_callback=elicit) as client:
+    async with Client(params, elicitation_callback=elicit, mode=mode) as client:
         result = await asyncio.wait_for(client.call_tool("refund", {"sku": "R1"}), WAIT)
     assert not result.is_error, result
     assert result.structured_content == {"sku": "R1", "stock": 8}

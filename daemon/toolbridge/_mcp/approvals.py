@@ -6,7 +6,8 @@ notification saying how to decide it: the ``toolbridge approvals`` command, and 
 when ``TOOLBRIDGE_UI_URL`` names a running ``toolbridge ui``. Where the client offers
 elicitation, the call answers ``input_required`` (MCP's multi-round requests) with a form per
 request; the client retries with the person's answers and the run's id in ``request_state``,
-so the retry joins the call still running: accept approves (or answers), decline rejects,
+so the retry joins the call still running (a client of the 2025 handshake protocol is sent
+``elicitation/create`` while the call waits instead): accept approves (or answers), decline rejects,
 cancel leaves the request to another channel. Whichever decides first wins; the others get
 ``ApprovalError`` and are ignored here.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolbridge import ApprovalError, ApprovalRequest, Bridge
 
@@ -122,19 +124,40 @@ async def watch_requests(
     ``elicit``, return the forms to ask the client (the call then answers ``input_required``).
     Requests in ``asked`` (the client answered them already) are not asked again."""
     announced = set(asked)
-    while not work.done():
-        await asyncio.wait({work}, timeout=interval)
-        if work.done():
-            break
-        forms: dict[str, types.ElicitRequest] = {}
-        for req in await bridge.approvals.list(run_id):
-            if req.id in announced or req.tool != tool:
-                continue
-            announced.add(req.id)
-            await ctx.session.report_progress(0, None, how_to_decide(req, bridge))
-            form = elicitation(req, bridge) if elicit else None
-            if form is not None:
-                forms[req.id] = form
-        if forms:
-            return forms
-    return {}
+    # Multi-round results exist from the 2026 protocol on; before it, the server asks itself.
+    modern = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+    asking: set[asyncio.Task[None]] = set()
+    try:
+        while not work.done():
+            await asyncio.wait({work}, timeout=interval)
+            if work.done():
+                break
+            forms: dict[str, types.ElicitRequest] = {}
+            for req in await bridge.approvals.list(run_id):
+                if req.id in announced or req.tool != tool:
+                    continue
+                announced.add(req.id)
+                await ctx.session.report_progress(0, None, how_to_decide(req, bridge))
+                form = elicitation(req, bridge) if elicit else None
+                if form is not None and modern:
+                    forms[req.id] = form
+                elif form is not None:
+                    asking.add(asyncio.create_task(_ask_now(ctx, bridge, req.id, form)))
+            if forms:
+                return forms
+        return {}
+    finally:
+        for task in asking:  # the call ended (decided elsewhere): the prompt has no use now
+            task.cancel()
+        for task in asking:
+            with contextlib.suppress(BaseException):
+                await task
+
+
+async def _ask_now(
+    ctx: ServerRequestContext[Any, Any], bridge: Bridge, request_id: str, form: types.ElicitRequest
+) -> None:
+    params = form.params
+    assert isinstance(params, types.ElicitRequestFormParams)
+    result = await ctx.session.elicit(params.message, params.requested_schema)
+    await apply_responses(bridge, {request_id: result})
