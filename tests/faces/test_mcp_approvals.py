@@ -106,3 +106,31 @@ async def test_declined_in_the_client_the_call_is_rejected_and_the_tool_never_ru
         "mcp client",
         "declined in the MCP client",
     )
+
+
+async def test_a_client_cannot_decide_a_request_it_was_not_asked(faces_dir: Path) -> None:
+    hinted = asyncio.Event()
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        if message and "waits for a person" in message:
+            hinted.set()
+
+    async with stdio(faces_dir) as waiting, stdio(faces_dir) as other:
+        call = asyncio.ensure_future(waiting.call_tool("refund", {"sku": "R4"}, progress_callback=progress))
+        await asyncio.wait_for(hinted.wait(), WAIT)
+        (req,) = await decided(faces_dir)
+        # Another call (another run, another tool) sends an answer to that request unasked.
+        forged: types.InputResponses = {str(req["id"]): types.ElicitResult(action="accept", content={})}
+        result = await asyncio.wait_for(
+            other.session.call_tool("lookup", {"sku": "L1"}, input_responses=forged), WAIT
+        )
+        assert isinstance(result, types.CallToolResult)
+        assert not result.is_error
+        (still,) = await decided(faces_dir)
+        assert still["state"] == "pending"
+        status, said = await toolbridge(
+            "approvals", "approve", req["id"], "--journal", str(faces_dir / "journal.db")
+        )
+        assert status == 0, said
+        assert not (await asyncio.wait_for(call, WAIT)).is_error
+    assert [line for line in calls(faces_dir) if line.startswith("refund")] == ["refund R4"]

@@ -88,10 +88,12 @@ def elicitation(req: ApprovalRequest, bridge: Bridge) -> types.ElicitRequest | N
     )
 
 
-async def apply_responses(bridge: Bridge, responses: dict[str, Any]) -> set[str]:
+async def apply_responses(bridge: Bridge, responses: dict[str, Any], *, run_id: str, tool: str) -> set[str]:
     """Decide the requests the client answered (keyed by request id); their ids.
 
-    Accept approves (or answers), decline rejects, cancel leaves the request pending.
+    Accept approves (or answers), decline rejects, cancel leaves the request pending. Only a
+    request of this call (its run, its tool) is decided: a client cannot decide others' by
+    sending answers it was never asked for.
     """
     for request_id, response in responses.items():
         if not isinstance(response, types.ElicitResult):
@@ -99,6 +101,8 @@ async def apply_responses(bridge: Bridge, responses: dict[str, Any]) -> set[str]
         content = response.content or {}
         with contextlib.suppress(ApprovalError):  # decided elsewhere meanwhile, expired, unknown
             req = await bridge.approvals.get(request_id)
+            if req.run_id != run_id or req.tool != tool:
+                continue
             if response.action == "accept" and req.kind == "input":
                 await bridge.approvals.answer(request_id, content.get("answer"), by=DECIDER)
             elif response.action == "accept":
@@ -160,4 +164,5 @@ async def _ask_now(
     params = form.params
     assert isinstance(params, types.ElicitRequestFormParams)
     result = await ctx.session.elicit(params.message, params.requested_schema)
-    await apply_responses(bridge, {request_id: result})
+    req = await bridge.approvals.get(request_id)
+    await apply_responses(bridge, {request_id: result}, run_id=req.run_id, tool=req.tool)

@@ -173,7 +173,11 @@ def mcp_server(
         if grant is not None and params.name not in grant.tools:
             # The same answer as for a tool that does not exist, as over gRPC.
             return _error_result(ToolError(f"no tool named {params.name!r}", type="ToolNotFound"), run_id)
-        answered = await apply_responses(bridge, dict(params.input_responses or {}))
+        # A caller holding a token is a sandbox's stand-in: a sandbox never decides its own
+        # requests, so it is neither asked nor heard (the CLI and the web page decide them).
+        trusted = grant is None
+        responses = dict(params.input_responses or {}) if trusted else {}
+        answered = await apply_responses(bridge, responses, run_id=run_id, tool=params.name)
         work = asyncio.ensure_future(bridge.call_tool(params.name, params.arguments or {}, run_id=run_id))
         running.add(work)
         work.add_done_callback(running.discard)
@@ -189,7 +193,7 @@ def mcp_server(
                 run_id=run_id,
                 tool=params.name,
                 asked=answered,
-                elicit=elicitation_offered(ctx),
+                elicit=trusted and elicitation_offered(ctx),
             )
         )
         try:
