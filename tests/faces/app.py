@@ -3,7 +3,7 @@
 Its journal and its call log live in ``$FACES_DIR`` (the test's tmp folder). ``lookup``
 counts its runs in ``calls.log`` (a replayed call adds no line); ``slow`` blocks on the FIFO
 ``gate`` until the test writes to it; ``refuse`` raises a ToolError; ``miscount`` returns a
-result that fails its output schema.
+result that fails its output schema; ``refund`` waits for a person's approval first.
 """
 
 from __future__ import annotations
@@ -53,11 +53,24 @@ def _miscount(args: Sku) -> dict[str, Any]:
     return {"sku": args.sku, "stock": "many"}
 
 
+def _refund(args: Sku) -> dict[str, Any]:
+    with open(here() / "calls.log", "a") as log:
+        log.write(f"refund {args.sku}\n")
+    return {"sku": args.sku, "stock": 8}
+
+
 TOOLS = {
     "lookup": tool.step(description="How many of a SKU are in stock.", input=Sku, output=Stock, run=_lookup),
     "slow": tool.step(description="Waits for the warehouse.", input=Sku, output=Stock, run=_slow),
     "refuse": tool.step(description="Always refuses.", input=Sku, run=_refuse),
     "miscount": tool.step(description="Returns a bad count.", input=Sku, output=Stock, run=_miscount),
+    "refund": tool.step(
+        description="Takes one back (a person approves it first).",
+        input=Sku,
+        output=Stock,
+        run=_refund,
+        requires_confirmation=True,
+    ),
 }
 
 

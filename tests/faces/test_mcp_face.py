@@ -69,7 +69,7 @@ async def steps_of(faces_dir: Path, run_id: str) -> list[StepRecord]:
 async def check_calls(client: Client, faces_dir: Path) -> None:
     """What every transport must do: list, call, fail, and replay a retry from the journal."""
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert sorted(listed) == ["lookup", "miscount", "refuse", "slow"]
+    assert sorted(listed) == ["lookup", "miscount", "refund", "refuse", "slow"]
     assert listed["lookup"].input_schema["required"] == ["sku"]
     assert listed["lookup"].output_schema is not None
     assert listed["lookup"].annotations is not None

@@ -6,9 +6,8 @@ that run, so a client that retries a timed-out call with the same run id gets th
 answer (or joins the call still running) and the tool does not run twice. Without one, each
 call is a run of its own, whose id comes back in the result's ``_meta``.
 
-Approvals (a tool that needs a person's confirmation) are not served yet: when they land, a
-call that waits on one answers through :func:`_call_result`'s seam, with an
-``InputRequiredResult`` (MCP elicitation) where the client offers it.
+A call that waits on a person's decision says how to give it, and asks through MCP
+elicitation where the client offers it (``approvals.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from toolbridge import Bridge, DefinitionWarning, SidecarToken, ToolError, tool_definitions
+from toolbridge._mcp.approvals import apply_responses, elicitation_offered, watch_requests
 
 __all__ = ["ERROR_META_KEY", "RUN_ID_META_KEY", "mcp_server"]
 
@@ -97,7 +97,6 @@ def _error_result(error: ToolError, run_id: str | None) -> types.CallToolResult:
 
 
 def _call_result(result: Any, run_id: str) -> types.CallToolResult:
-    # The seam for approvals: a call waiting on a person answers here once that lands.
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
         structured_content=result if isinstance(result, dict) else None,
@@ -163,27 +162,54 @@ def mcp_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         grant = grant_of(ctx)
-        meta = params.meta if params.meta is not None else ctx.meta
+        meta: Mapping[str, Any] | None = params.meta if params.meta is not None else ctx.meta
+        if params.request_state:  # a retry with the person's answers: the same run
+            meta = {**(meta or {}), RUN_ID_META_KEY: params.request_state}
         run_id = _run_id(meta, grant)
         if isinstance(run_id, ToolError):
             return _error_result(run_id, None)
         if grant is not None and params.name not in grant.tools:
             # The same answer as for a tool that does not exist, as over gRPC.
             return _error_result(ToolError(f"no tool named {params.name!r}", type="ToolNotFound"), run_id)
+        # A caller holding a token is a sandbox's stand-in: a sandbox never decides its own
+        # requests, so it is neither asked nor heard (the CLI and the web page decide them).
+        trusted = grant is None
+        responses = dict(params.input_responses or {}) if trusted else {}
+        answered = await apply_responses(bridge, responses, run_id=run_id, tool=params.name)
         work = asyncio.ensure_future(bridge.call_tool(params.name, params.arguments or {}, run_id=run_id))
         running.add(work)
         work.add_done_callback(running.discard)
+        if meta is not None and meta.get("progress_token") is not None:
+            finish = asyncio.ensure_future(_with_progress(ctx, work, params.name, progress_interval))
+        else:
+            finish = asyncio.ensure_future(asyncio.shield(work))
+        watcher = asyncio.ensure_future(
+            watch_requests(
+                ctx,
+                bridge,
+                work,
+                run_id=run_id,
+                tool=params.name,
+                asked=answered,
+                elicit=trusted and elicitation_offered(ctx),
+            )
+        )
         try:
-            if meta is not None and meta.get("progress_token") is not None:
-                result = await _with_progress(ctx, work, params.name, progress_interval)
-            else:
-                result = await asyncio.shield(work)
+            await asyncio.wait({finish, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            forms = watcher.result() if watcher.done() and not watcher.exception() else {}
+            if forms and not finish.done():
+                # The call goes on (and waits) while the client asks the person; its retry joins it.
+                return types.InputRequiredResult(input_requests=dict(forms), request_state=run_id)
+            result = await finish
         except ToolError as exc:
             return _error_result(exc, run_id)
         except TypeError as exc:  # arguments that are neither an object nor JSON
             return _error_result(ToolError(str(exc), type="InvalidArgument"), run_id)
+        finally:
+            finish.cancel()  # only the wait for it: work is shielded
+            watcher.cancel()
         return _call_result(result, run_id)
 
     return Server(

@@ -6,8 +6,9 @@ Content-Security-Policy (no inline script, ``default-src 'self'``): nothing is f
 anywhere else. Only loopback Host headers are answered, so a web page elsewhere cannot reach
 the view through DNS rebinding.
 
-Approvals are not served yet (the human-in-the-loop work has not landed): they will be a
-``POST`` route here and a section of the run page, with the approver's name and a CSRF token.
+Pending requests are decided with ``POST /api/approvals/{id}`` (``decide.py``: a per-server
+token embedded in the pages, an Origin check and a JSON body), through ``Approvals`` as channel
+``web``, so the view's journal is opened for writing too.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolbridge._calls.decisions import Approvals
+from toolbridge._calls.hub import ApprovalHub
+from toolbridge._ui.decide import Decisions
 from toolbridge._ui.journal import Journal
 from toolbridge._ui.view import run_summary_view, run_view
 
@@ -64,14 +68,22 @@ class SecurityHeaders:
         await self._app(scope, receive, send_with_headers)
 
 
-def ui_app(journal: Journal) -> Starlette:
-    """The web view of ``journal`` (already open; the caller closes it)."""
+def _page(name: str, token: str) -> str:
+    # The token goes in a <meta> tag (no inline script): app.js reads it and sends it back.
+    return (STATIC / name).read_text().replace("{{token}}", token)
+
+
+def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette:
+    """The web view of ``journal`` (already open; the caller closes it); decisions go through
+    ``approvals`` (by default an ``Approvals`` over ``journal``, channel ``web``)."""
+    decisions = Decisions(approvals or Approvals(ApprovalHub(journal), channel="web"))
+    pages = {name: _page(name, decisions.token) for name in ("runs.html", "run.html")}
 
     async def runs_page(request: Request) -> Response:
-        return FileResponse(STATIC / "runs.html")
+        return HTMLResponse(pages["runs.html"])
 
     async def run_page(request: Request) -> Response:
-        return FileResponse(STATIC / "run.html")
+        return HTMLResponse(pages["run.html"])
 
     async def runs_json(request: Request) -> Response:
         try:
@@ -86,13 +98,16 @@ def ui_app(journal: Journal) -> Starlette:
         run = await journal.get_run(run_id)
         if run is None:
             return JSONResponse({"error": f"no run {run_id!r} in this journal"}, status_code=404)
-        return JSONResponse(run_view(run, await journal.load_steps(run_id)))
+        steps = await journal.load_steps(run_id)
+        return JSONResponse(run_view(run, steps, await journal.approvals.list(run_id=run_id)))
 
     routes: list[Any] = [
         Route("/", runs_page),
         Route("/runs/{run_id:path}", run_page),
         Route("/api/runs", runs_json),
         Route("/api/runs/{run_id:path}", run_json),
+        Route("/api/approvals", decisions.pending),
+        Route("/api/approvals/{request_id}", decisions.post, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(

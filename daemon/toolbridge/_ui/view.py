@@ -9,9 +9,11 @@ lifecycle hooks (``{"hook": "on_start", ...}``) and the windows of a wait
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
+from toolbridge._journal.approvals import ApprovalRequest
+from toolbridge._journal.trace import TraceNode, build_tree, request_to_dict, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 
 __all__ = ["entry_view", "error_text", "run_summary_view", "run_view", "step_marker"]
@@ -109,6 +111,17 @@ def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
     data["entries"] = [entry_view(entry) for entry in node.step.attempt_log]
     data["marker"] = step_marker(node.step, run_finished=run_finished)
     data["error_text"] = error_text(node.step.error)
+    # What the page needs to decide a pending request, beside what the trace shows of it.
+    data["approvals"] = [
+        {
+            **request_to_dict(req),
+            "tool": req.tool,
+            "arguments": req.arguments,
+            "answer_schema": req.answer_schema,
+            "expires_at": req.expires_at,
+        }
+        for req in node.approvals
+    ]
     data["children"] = [_node_view(child, run_finished=run_finished) for child in node.children]
     return data
 
@@ -118,10 +131,13 @@ def run_summary_view(run: RunSummary) -> dict[str, Any]:
     return {**run_to_dict(run), "updated_at": run.updated_at}
 
 
-def run_view(run: RunSummary, steps: list[StepRecord]) -> dict[str, Any]:
-    """A run and its steps as a tree, each step with its classified entries and marker."""
-    finished = run.status != "running"
+def run_view(
+    run: RunSummary, steps: list[StepRecord], requests: Sequence[ApprovalRequest] = ()
+) -> dict[str, Any]:
+    """A run and its steps as a tree, each step with its classified entries, marker and the
+    requests for a person's decision it made."""
+    finished = run.status not in ("running", "waiting")
     return {
         **run_summary_view(run),
-        "tree": [_node_view(node, run_finished=finished) for node in build_tree(steps)],
+        "tree": [_node_view(node, run_finished=finished) for node in build_tree(steps, requests)],
     }

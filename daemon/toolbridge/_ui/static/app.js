@@ -4,6 +4,11 @@
 
 const POLL_MS = 1000;
 
+// A run waiting on a person's decision goes on too: the page follows it until it ends.
+function goingOn(status) {
+  return status === "running" || status === "waiting";
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -56,6 +61,121 @@ function setLive(on) {
   document.getElementById("live").hidden = !on;
 }
 
+// ---- requests for a person's decision ---------------------------------------------------
+
+const NAME_KEY = "toolbridge-approver";
+
+function token() {
+  return document.querySelector('meta[name="toolbridge-token"]').content;
+}
+
+async function decide(id, body) {
+  const response = await fetch(`/api/approvals/${encodeURIComponent(id)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json", "x-toolbridge-token": token() },
+    body: JSON.stringify(body),
+    cache: "no-store",
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error || `${response.status} ${response.statusText}`);
+  return answer;
+}
+
+function approverField() {
+  const input = el("input", { id: "approver", type: "text", required: true, autocomplete: "name", placeholder: "your name", maxlength: "200" });
+  input.value = localStorage.getItem(NAME_KEY) || "";
+  input.addEventListener("input", () => localStorage.setItem(NAME_KEY, input.value.trim()));
+  return el("label", { class: "approver" }, "Decide as ", input);
+}
+
+function parseAnswer(text, schema) {
+  if (schema && schema.type === "string") return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text; // plain text: the answer's schema says whether it will do
+  }
+}
+
+function requestCard(req) {
+  const status = el("p", { class: "decision-status", role: "status" });
+  const reason = el("input", { class: "reason", type: "text", placeholder: req.kind === "input" ? "your answer" : "reason (needed to reject)" });
+  const buttons = [];
+  const card = el(
+    "div",
+    { class: `request pending ${req.kind}`, "data-request": req.id },
+    el("div", { class: "asks" }, el("span", { class: "request-id", text: req.id }), el("span", { class: "summary-text", text: req.summary })),
+    detail("arguments", req.arguments),
+    req.answer_schema ? detail("answer must match", req.answer_schema) : null,
+    el("p", { class: "hint", text: `asked ${when(req.asked_at)} · expires ${when(req.expires_at)}` }),
+    reason,
+  );
+  const act = async (action) => {
+    const name = document.getElementById("approver");
+    const by = name.value.trim();
+    if (!by) {
+      status.className = "decision-status decision-error";
+      status.textContent = "Enter your name first: it is recorded with the decision.";
+      name.focus();
+      return;
+    }
+    const body = { action, by };
+    if (action === "answer") body.answer = parseAnswer(reason.value, req.answer_schema);
+    else if (reason.value.trim()) body.reason = reason.value.trim();
+    for (const button of buttons) button.disabled = true;
+    try {
+      const decided = await decide(req.id, body);
+      const how = req.kind === "input" ? "answered" : decided.state;
+      status.className = "decision-status decision-done";
+      status.textContent = `${how} by ${decided.decided_by} via ${decided.channel}`;
+    } catch (error) {
+      status.className = "decision-status decision-error";
+      status.textContent = error.message;
+      for (const button of buttons) button.disabled = false;
+    }
+  };
+  const actions = req.kind === "input" ? [["answer", "Answer"]] : [["approve", "Approve"], ["reject", "Reject"]];
+  for (const [action, label] of actions) {
+    const button = el("button", { type: "button", class: `decide ${action}`, text: label });
+    button.addEventListener("click", () => act(action));
+    buttons.push(button);
+  }
+  card.append(el("div", { class: "actions" }, ...buttons), status);
+  return card;
+}
+
+let shownRequests = null;
+
+function renderRequests(requests) {
+  // Re-rendered only when the pending set changes, so a name or reason being typed stays.
+  const signature = requests.map((req) => req.id).join(" ");
+  if (signature === shownRequests) return;
+  shownRequests = signature;
+  const section = document.getElementById("requests");
+  section.hidden = requests.length === 0;
+  section.replaceChildren(
+    el("h2", { text: requests.length === 1 ? "Waiting for a decision" : `${requests.length} requests waiting for a decision` }),
+    approverField(),
+    ...requests.map(requestCard),
+  );
+}
+
+function requestLine(req) {
+  if (req.state === "pending") return `${req.kind} ${req.id}: waiting for a decision: ${req.summary}`;
+  const how = req.kind === "input" && req.state === "approved" ? "answered" : req.state;
+  const who = req.by ? ` by ${req.by}` : "";
+  const why = req.reason ? `: ${req.reason}` : "";
+  return `${req.kind} ${req.id}: ${how}${who} via ${req.via} at ${when(req.decided_at)}${why}`;
+}
+
+function pendingIn(steps, found) {
+  for (const step of steps) {
+    for (const req of step.approvals || []) if (req.state === "pending") found.push({ ...req, asked_at: req.asked_at });
+    pendingIn(step.children, found);
+  }
+  return found;
+}
+
 // ---- the list of runs -------------------------------------------------------------------
 
 function renderRuns(runs) {
@@ -68,18 +188,37 @@ function renderRuns(runs) {
         el("td", {}, el("a", { href: `/runs/${encodeURIComponent(run.run_id)}`, text: run.run_id })),
         el("td", {}, pill(run.status)),
         el("td", { text: when(run.started_at) }),
-        el("td", { class: "num", text: duration(run.duration ?? (run.status === "running" ? Date.now() / 1000 - run.started_at : null)) }),
+        el("td", { class: "num", text: duration(run.duration ?? (goingOn(run.status) ? Date.now() / 1000 - run.started_at : null)) }),
         el("td", { class: "num", text: run.steps }),
         el("td", { class: "num", text: run.entries }),
       ),
     ),
   );
   document.getElementById("empty").hidden = runs.length > 0;
-  setLive(runs.some((run) => run.status === "running"));
+  setLive(runs.some((run) => goingOn(run.status)));
+}
+
+function renderPending(requests) {
+  document.getElementById("pending").hidden = requests.length === 0;
+  document.querySelector("#pending tbody").replaceChildren(
+    ...requests.map((req) =>
+      el(
+        "tr",
+        { class: "request pending", "data-request": req.id },
+        el("td", {}, el("a", { href: `/runs/${encodeURIComponent(req.run_id)}`, text: req.run_id })),
+        el("td", { class: "mono", text: req.id }),
+        el("td", { text: req.kind }),
+        el("td", { text: req.summary }),
+        el("td", { text: when(req.asked_at) }),
+        el("td", { text: when(req.expires_at) }),
+      ),
+    ),
+  );
 }
 
 async function pollRuns() {
   try {
+    renderPending(await fetchJSON("/api/approvals"));
     renderRuns(await fetchJSON("/api/runs"));
     showProblem(null);
   } catch (error) {
@@ -187,6 +326,15 @@ function stepRows(step, depth, range, rows) {
   if (open) rows.push(el("li", { class: "row open" }, el("div", { class: "label wide", style: { paddingLeft: `${depth * 18 + 22}px` } }, stepDetails(step))));
   const showEntries = step.entries.length > 1 || step.entries.some((entry) => entry.kind !== "attempt" || entry.tone !== "plain");
   if (showEntries) for (const entry of step.entries) rows.push(entryRow(entry, depth, range));
+  for (const req of step.approvals || []) {
+    rows.push(
+      el(
+        "li",
+        { class: `row request ${req.state}`, "data-request": req.id },
+        el("div", { class: "label wide", style: { paddingLeft: `${depth * 18 + 22}px` } }, pill(req.state === "pending" ? "waiting" : req.state), el("span", { class: "request-text", text: requestLine(req) })),
+      ),
+    );
+  }
   for (const child of step.children) stepRows(child, depth + 1, range, rows);
 }
 
@@ -232,7 +380,8 @@ function renderRun(run) {
   for (const step of run.tree) stepRows(step, 0, range, rows);
   if (rows.length === 0) rows.push(el("li", { class: "row empty", text: "No steps recorded yet." }));
   document.getElementById("steps").replaceChildren(...rows);
-  setLive(run.status === "running");
+  renderRequests(pendingIn(run.tree, []));
+  setLive(goingOn(run.status));
 }
 
 let current = null;
@@ -254,7 +403,7 @@ async function pollRun() {
     showProblem(error);
   }
   // A finished run changes no more; a running one is followed until it ends.
-  if (!current || current.status === "running") setTimeout(pollRun, POLL_MS);
+  if (!current || goingOn(current.status)) setTimeout(pollRun, POLL_MS);
 }
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -1,0 +1,109 @@
+"""Deciding requests from the web view: ``POST /api/approvals/{id}``, through ``Approvals``.
+
+A decision is a write a page elsewhere must not be able to make on a person's behalf, so
+every ``POST`` must carry the server's random token (embedded in the pages it serves, so a
+page of another origin cannot read it) in the ``X-Toolbridge-Token`` header, come from this
+origin (``Origin`` matches ``Host`` when the browser sends it) and have a JSON body (which a
+cross-origin form cannot send without a preflight). Only the same ``Approvals`` API the CLI
+uses decides, over the same journal, as channel ``web``; the approver's name is required.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from toolbridge._calls.decisions import Approvals
+from toolbridge._errors import ApprovalError
+from toolbridge._journal.approvals import ApprovalRequest
+
+__all__ = ["TOKEN_HEADER", "Decisions", "pending_view"]
+
+TOKEN_HEADER = "x-toolbridge-token"
+MAX_BODY = 64 * 1024
+MAX_NAME = 200
+
+
+def pending_view(req: ApprovalRequest) -> dict[str, Any]:
+    """A pending request as the pages show it, with what a person needs to decide it."""
+    return {
+        "id": req.id,
+        "kind": req.kind,
+        "state": req.state,
+        "run_id": req.run_id,
+        "step_key": req.step_key,
+        "tool": req.tool,
+        "summary": req.summary,
+        "arguments": req.arguments,
+        "answer_schema": req.answer_schema,
+        "asked_at": req.created_at,
+        "expires_at": req.expires_at,
+    }
+
+
+def _refuse(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class Decisions:
+    """The token of one server, the check of a ``POST``, and the decision it asks for."""
+
+    def __init__(self, approvals: Approvals) -> None:
+        self.approvals = approvals
+        self.token = secrets.token_urlsafe(32)
+
+    def _forged(self, request: Request) -> str | None:
+        """Why ``request`` cannot be a decision made on one of our pages (``None``: it can)."""
+        sent = request.headers.get(TOKEN_HEADER, "")
+        if not secrets.compare_digest(sent.encode(), self.token.encode()):
+            return "missing or wrong token: decide from the page this server served"
+        origin = request.headers.get("origin")
+        if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+            return f"a decision from another origin ({origin}) is refused"
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return "a decision must be a JSON body (content-type: application/json)"
+        return None
+
+    async def post(self, request: Request) -> Response:
+        forged = self._forged(request)
+        if forged is not None:
+            return _refuse(403, forged)
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return _refuse(413, f"a decision is at most {MAX_BODY} bytes")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _refuse(400, "the body is not JSON")
+        if not isinstance(body, dict):
+            return _refuse(400, "the body must be a JSON object")
+        action, by, reason = body.get("action"), body.get("by"), body.get("reason") or None
+        if not isinstance(by, str) or not by.strip() or len(by) > MAX_NAME:
+            return _refuse(400, f"say who decides: a name of 1 to {MAX_NAME} characters")
+        if reason is not None and not isinstance(reason, str):
+            return _refuse(400, "reason must be text")
+        request_id = request.path_params["request_id"]
+        try:
+            if action == "approve":
+                decided = await self.approvals.approve(request_id, by=by.strip(), reason=reason)
+            elif action == "reject":
+                if reason is None:
+                    return _refuse(400, "say why it is rejected: the reason is shown to the sandbox")
+                decided = await self.approvals.reject(request_id, by=by.strip(), reason=reason)
+            elif action == "answer":
+                if "answer" not in body:
+                    return _refuse(400, "an answer is needed")
+                decided = await self.approvals.answer(request_id, body["answer"], by=by.strip())
+            else:
+                return _refuse(400, "action must be approve, reject or answer")
+        except ApprovalError as exc:
+            # Unknown, already decided, expired or an invalid answer: the page shows why.
+            return _refuse(404 if exc.request is None else 409, str(exc))
+        return JSONResponse(decided.to_dict())
+
+    async def pending(self, request: Request) -> Response:
+        return JSONResponse([pending_view(req) for req in await self.approvals.list()])
