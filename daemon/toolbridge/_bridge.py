@@ -31,6 +31,7 @@ from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
+from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE
 from toolbridge._step import Step
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
@@ -70,6 +71,7 @@ class Bridge:
         recover: Resume its durable functions' runs whose daemon died (lease expired).
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
+        connection_idle: Seconds a sandbox's connection may carry no call before it is closed.
 
     Example::
 
@@ -93,11 +95,13 @@ class Bridge:
         run_lease: float = 30.0,
         recover: bool = False,
         shutdown_grace: float = 5.0,
+        connection_idle: float = DEFAULT_CONNECTION_IDLE,
     ) -> None:
-        self._max_request_bytes = max_request_bytes
+        self._endpoint = Endpoint(
+            socket=socket, listen=listen, max_bytes=max_request_bytes, idle=connection_idle
+        )
         self._journal: Journal = open_journal(journal, durability=durability)
         self._launcher = launcher_for(sandbox)
-        self._endpoint = Endpoint(socket=socket, listen=listen)
         self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
         self._registry = Registry(tools or {})
         self._tools = self._registry.tools
@@ -145,16 +149,11 @@ class Bridge:
         return self._journal.location
 
     def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
-        """Serve somewhere else than configured; call before entering the bridge.
-
-        ``toolbridge serve --socket/--listen`` uses it on a bridge a module built.
+        """Serve elsewhere than configured, before entering (``serve --socket/--listen``); returns self.
 
         Args:
             socket: A Unix socket to serve on (by default, one in a fresh private directory).
             listen: A TCP ``HOST:PORT`` instead.
-
-        Returns:
-            The bridge itself.
 
         Raises:
             ValueError: when both are given.
@@ -240,7 +239,7 @@ class Bridge:
         return self
 
     async def _serve(self) -> None:
-        address = await self._endpoint.start(self._authenticate, max_request_bytes=self._max_request_bytes)
+        address = await self._endpoint.start(self._authenticate)
         self._services = Services(
             journal=self._journal,
             launcher=self._launcher,

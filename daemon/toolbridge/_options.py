@@ -32,6 +32,8 @@ class ToolOptions:
         max_reply_bytes: The largest result the sandbox may receive.
         max_in_flight: Tool calls one command may have running at once; the next is
             refused with ``RESOURCE_EXHAUSTED`` and told when to retry.
+        max_streams: Call streams (``CallToolStream``) one command may have open at once;
+            the next is refused with ``RESOURCE_EXHAUSTED``. A client needs one.
         approval_hold: Seconds a command waits, blocked on a call that needs a person's
             decision, before it is stopped and ``commands.run`` raises ``RunWaiting``
             (enter the run again once it is decided). The command's timeout and the
@@ -49,6 +51,7 @@ class ToolOptions:
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
     max_in_flight: int = 64
+    max_streams: int = 16
     approval_hold: float = 600.0
     approval_timeout: float = 86400.0
 
@@ -56,7 +59,14 @@ class ToolOptions:
         for name in ("tool_timeout", "wait_window", "approval_hold", "approval_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
-        for name in ("max_calls", "attempts", "max_request_bytes", "max_reply_bytes", "max_in_flight"):
+        for name in (
+            "max_calls",
+            "attempts",
+            "max_request_bytes",
+            "max_reply_bytes",
+            "max_in_flight",
+            "max_streams",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ToolOptions.{name} must be a whole number of at least 1")

@@ -66,7 +66,9 @@ class RunSummary:
     """A run as ``toolbridge runs`` lists it."""
 
     run_id: str
-    status: RunStatus | Literal["waiting"]  # waiting: open on a request for a person's decision
+    # waiting: open on a request for a person's decision; interrupted: shown for a run left
+    # running by a daemon whose lease ran out (it died), never stored (see _ui.view.as_shown)
+    status: RunStatus | Literal["waiting", "interrupted"]
     started_at: float
     updated_at: float
     finished_at: float | None

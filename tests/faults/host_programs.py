@@ -45,9 +45,10 @@ import asyncio, sys
 from toolbridge import Bridge
 
 journal, sandbox, work, marker = sys.argv[1:5]
+run_lease = float(sys.argv[5]) if len(sys.argv) > 5 else 30.0
 
 async def main():
-    async with Bridge(journal=journal, sandbox=sandbox) as bridge:
+    async with Bridge(journal=journal, sandbox=sandbox, run_lease=run_lease) as bridge:
         print(bridge.address, flush=True)
         async with bridge.run("sleepy") as step:
             # Makes no calls: nothing but the kernel notices when the daemon dies.

@@ -21,6 +21,10 @@ const STATUS_TYPES = new Map([
   [14, ["Unavailable", true]], // UNAVAILABLE
 ]);
 
+// RESOURCE_EXHAUSTED means two things: a call too large (final) or a command with too many
+// calls in flight or streams open (try again shortly). The daemon's message names the limit.
+const BUSY_LIMITS = ["(ToolOptions.max_in_flight)", "(ToolOptions.max_streams)"];
+
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -29,6 +33,9 @@ const EMPTY = Buffer.alloc(0);
  * @param {string} message
  */
 function statusError(code, message) {
+  if (code === 8 && BUSY_LIMITS.some((limit) => message.includes(limit))) {
+    return new ToolError(message, { type: "TooManyCalls", retryable: true });
+  }
   const [type, retryable] = STATUS_TYPES.get(code) ?? ["ProtocolError", false];
   return new ToolError(message, { type, retryable });
 }

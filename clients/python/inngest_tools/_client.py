@@ -44,7 +44,14 @@ _STATUS_TYPES = {
 }
 
 
+# RESOURCE_EXHAUSTED means two things: a call too large (final) or a command with too many
+# calls in flight or streams open (try again shortly). The daemon's message names the limit.
+_BUSY_LIMITS = ("(ToolOptions.max_in_flight)", "(ToolOptions.max_streams)")
+
+
 def _status_error(code: int, message: str) -> ToolError:
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0] and any(n in message for n in _BUSY_LIMITS):
+        return ToolError(message, type="TooManyCalls", retryable=True)
     kind, retryable = _STATUS_TYPES.get(code, ("ProtocolError", False))
     return ToolError(message, type=kind, retryable=retryable)
 

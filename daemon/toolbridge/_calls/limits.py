@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from toolbridge._calls.scope import CommandScope
 from toolbridge._errors import ProtocolError
 
-__all__ = ["RETRY_AFTER", "in_flight_slot"]
+__all__ = ["RETRY_AFTER", "in_flight_slot", "stream_slot"]
 
 log = logging.getLogger("toolbridge")
 
@@ -44,3 +44,34 @@ def in_flight_slot(scope: CommandScope) -> Iterator[None]:
         yield
     finally:
         scope.in_flight -= 1
+
+
+@contextlib.contextmanager
+def stream_slot(scope: CommandScope | None) -> Iterator[None]:
+    """Hold one of the command's open streams for the life of a ``CallToolStream``.
+
+    ``None`` (a token that grants nothing, or not now) holds nothing: each call on the
+    stream is refused for itself.
+
+    An open stream holds a connection (a descriptor of the daemon's) however idle it is, so a
+    sandbox that opens streams without end would take the descriptors of every other command.
+
+    Raises:
+        ProtocolError: ``RESOURCE_EXHAUSTED`` when the command has ``max_streams`` open.
+    """
+    if scope is None:
+        yield
+        return
+    limit = scope.options.max_streams
+    if scope.streams >= limit:
+        log.info("refused a stream of command %r: %d streams open", scope.command_key, scope.streams)
+        raise ProtocolError(
+            "RESOURCE_EXHAUSTED",
+            f"this command already has {limit} call streams open, the most it may "
+            "(ToolOptions.max_streams); close one, or send more calls on one stream",
+        )
+    scope.streams += 1
+    try:
+        yield
+    finally:
+        scope.streams -= 1

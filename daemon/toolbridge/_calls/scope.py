@@ -34,6 +34,7 @@ class CommandScope:
     stop: StopSignal = field(default_factory=StopSignal)
     calls: int = 0
     in_flight: int = 0  # calls being answered now (see _calls.limits)
+    streams: int = 0  # CallToolStream streams open now (see _calls.limits)
     keys: KeyCounter = field(default_factory=KeyCounter)
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.

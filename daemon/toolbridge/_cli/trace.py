@@ -30,7 +30,7 @@ from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
-from toolbridge._ui.view import entry_view, step_marker
+from toolbridge._ui.view import as_shown, entry_view, step_marker
 
 FOLLOW_EVERY = 0.5
 """Seconds between two looks at the journal while ``--follow`` waits for a run to change."""
@@ -41,7 +41,13 @@ PREVIEW = 60
 REASON = 240
 """Characters of an output-validation reason shown: the reason is the point of the line."""
 
-_STATUS_STYLE = {"completed": "green", "failed": "red", "running": "yellow", "waiting": "magenta"}
+_STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "running": "yellow",
+    "waiting": "magenta",
+    "interrupted": "red",
+}
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -96,12 +102,12 @@ async def _read_journal(journal: Journal, run_id: str | None, limit: int) -> Rea
     await journal.open()
     try:
         if run_id is None:
-            return await journal.list_runs(limit), [], []
+            return [as_shown(run) for run in await journal.list_runs(limit)], [], []
         run = await journal.get_run(run_id)
         if run is None:
             raise CLIError(f"no run {run_id!r} in {path}")
         requests = await journal.approvals.list(run_id=run_id)
-        return [run], await journal.load_steps(run_id), requests
+        return [as_shown(run)], await journal.load_steps(run_id), requests
     finally:
         await journal.close()
 
@@ -181,6 +187,7 @@ async def _follow(journal: Journal, run_id: str) -> int:
                 run = await journal.get_run(run_id)
                 if run is None:
                     raise CLIError(f"no run {run_id!r} in {path}")
+                run = as_shown(run)
                 steps = await journal.load_steps(run_id)
                 requests = await journal.approvals.list(run_id=run_id)
                 state = (

@@ -16,6 +16,7 @@ from grpc import aio
 from toolbridge._errors import ToolbridgeError
 from toolbridge._sandbox.orphans import owned_name, sweep_dead_owners
 from toolbridge._server.service import Authenticate, start_server
+from toolbridge._server.transport import server_options
 
 __all__ = ["Endpoint"]
 
@@ -28,9 +29,18 @@ class Endpoint:
     Args:
         socket: A Unix socket path; by default one in a fresh private (0700) directory.
         listen: A TCP ``HOST:PORT`` instead of a socket.
+        max_bytes: The largest call the transport reads (see ``start_server``).
+        idle: Seconds a connection may carry no call before it is closed.
+
+    Raises:
+        ValueError: for limits out of range (see ``server_options``).
     """
 
-    def __init__(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
+    def __init__(
+        self, *, socket: str | os.PathLike[str] | None, listen: str | None, max_bytes: int, idle: float
+    ) -> None:
+        server_options(max_request_bytes=max_bytes, connection_idle=idle)  # bad limits fail here, at once
+        self._limits = (max_bytes, idle)
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self.socket: Path | None = None
@@ -62,12 +72,11 @@ class Endpoint:
         self.socket = None if socket is None else Path(socket)
         self.listen = listen
 
-    async def start(self, authenticate: Authenticate, *, max_request_bytes: int) -> str:
+    async def start(self, authenticate: Authenticate) -> str:
         """Start serving; returns the bound address (with the real port for ``:0``).
 
         Args:
             authenticate: Resolves a call's token to the scope it grants.
-            max_request_bytes: The largest call the transport reads (see ``start_server``).
         """
         if self.listen is not None:
             address = self.listen
@@ -79,7 +88,9 @@ class Endpoint:
                 self._private_dir = Path(tempfile.mkdtemp(prefix=owned_name(SOCKET_DIR_PREFIX)))
                 self.socket = self._private_dir / "bridge.sock"
             address = f"unix:{self.socket}"
-        self._server, bound = await start_server(authenticate, [address], max_request_bytes=max_request_bytes)
+        self._server, bound = await start_server(
+            authenticate, [address], max_request_bytes=self._limits[0], connection_idle=self._limits[1]
+        )
         self.address = bound[0]
         return self.address
 

@@ -36,6 +36,7 @@ from grpc import aio
 
 from toolbridge._calls.approvals import OnWaiting
 from toolbridge._calls.call import CallOutcome, call_tool
+from toolbridge._calls.limits import stream_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._definitions.build import FORMATS, definition
 from toolbridge._durable.boundary import new_error_id
@@ -43,21 +44,15 @@ from toolbridge._errors import JournalError, ProtocolError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
+from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, server_options
 
 log = logging.getLogger("toolbridge")
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
 SERVICE_NAME = "toolbridge.v1.ToolBridgeService"
 
-ENVELOPE_BYTES = 1024
-"""Room for what a request carries besides the call itself (field tags, lengths, call id)."""
-
 DEFAULT_MAX_REQUEST_BYTES = ToolOptions().max_request_bytes
 """The largest call the transport accepts by default: the default per-command limit."""
-
-SEND_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
-"""The cap on what the daemon sends; replies are limited per call (1 MiB by default) well
-below it, with a clear error."""
 
 _FORMATS_BY_ENUM = {
     pb.DEFINITION_FORMAT_UNSPECIFIED: "anthropic",
@@ -259,6 +254,15 @@ class _Servicer:
         # writes (the client may see INTERNAL). Each call is checked and a bad token answered
         # in that call's status, as any per-call problem is; the stream stays open.
         token = _token(context)
+        try:
+            opening = await self._authenticate(token)
+        except Exception:  # each call meets the failure again, and answers it through the table
+            opening = None
+        held = contextlib.ExitStack()  # one of the command's max_streams, for the stream's life
+        try:
+            held.enter_context(stream_slot(opening))
+        except ProtocolError as exc:  # too many open: refused before any call is read
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
         answers: asyncio.Queue[pb.CallToolStreamResponse | _Status | None] = asyncio.Queue()
         calls: set[asyncio.Task[None]] = set()
 
@@ -306,6 +310,7 @@ class _Servicer:
                 else:
                     yield reply
         finally:
+            held.close()
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
@@ -358,6 +363,7 @@ async def start_server(
     addresses: list[str],
     *,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    connection_idle: float = DEFAULT_CONNECTION_IDLE,
 ) -> tuple[aio.Server, list[str]]:
     """Start serving on ``addresses`` (``unix:PATH`` or ``HOST:PORT``).
 
@@ -365,21 +371,16 @@ async def start_server(
         authenticate: Token -> the scope it grants.
         addresses: Where to listen.
         max_request_bytes: The largest call any command may send. The transport refuses a
-            message above it (plus :data:`ENVELOPE_BYTES`) with ``RESOURCE_EXHAUSTED`` before
+            message above it (plus a small envelope) with ``RESOURCE_EXHAUSTED`` before
             it is read into memory; each command's own ``ToolOptions.max_request_bytes``
             is checked per call, below it.
+        connection_idle: Seconds a connection may carry no call before it is closed.
 
     Returns:
         The server and the bound addresses, with real ports for any ``:0``.
     """
-    if not isinstance(max_request_bytes, int) or max_request_bytes < 1:
-        raise ValueError("max_request_bytes must be a whole number of at least 1")
     server = aio.server(
-        options=[
-            ("grpc.max_receive_message_length", max_request_bytes + ENVELOPE_BYTES),
-            ("grpc.max_send_message_length", SEND_MESSAGE_LIMIT),
-            ("grpc.so_reuseport", 0),
-        ]
+        options=server_options(max_request_bytes=max_request_bytes, connection_idle=connection_idle)
     )
     handlers = _handlers(_Servicer(authenticate))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))

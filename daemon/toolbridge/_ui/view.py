@@ -8,7 +8,9 @@ lifecycle hooks (``{"hook": "on_start", ...}``) and the windows of a wait
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +18,26 @@ from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.trace import TraceNode, build_tree, request_to_dict, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
 
-__all__ = ["entry_view", "error_text", "run_summary_view", "run_view", "step_marker"]
+__all__ = ["as_shown", "entry_view", "error_text", "run_summary_view", "run_view", "step_marker"]
+
+
+def as_shown(run: RunSummary, *, now: float | None = None) -> RunSummary:
+    """The run as a person should see it: ``interrupted`` if its daemon is gone.
+
+    The journal says ``running`` until a daemon finishes the run, so a daemon killed mid-run
+    leaves it ``running`` forever. An open run's holder renews its lease; once the lease has
+    run out with nobody renewing it, the run is not running but interrupted (entering it
+    again replays it). A run with no lease (left by its bridge, or from an older journal)
+    is shown as the journal says.
+    """
+    lease = run.lease_expires_at
+    if (
+        run.status in ("running", "waiting")
+        and lease is not None
+        and lease < (time.time() if now is None else now)
+    ):
+        return dataclasses.replace(run, status="interrupted")
+    return run
 
 
 def error_text(error: dict[str, Any] | None) -> str:
@@ -128,6 +149,7 @@ def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
 
 def run_summary_view(run: RunSummary) -> dict[str, Any]:
     """A run as the list of runs shows it."""
+    run = as_shown(run)
     return {**run_to_dict(run), "updated_at": run.updated_at}
 
 
@@ -136,6 +158,7 @@ def run_view(
 ) -> dict[str, Any]:
     """A run and its steps as a tree, each step with its classified entries, marker and the
     requests for a person's decision it made."""
+    run = as_shown(run)
     finished = run.status not in ("running", "waiting")
     return {
         **run_summary_view(run),

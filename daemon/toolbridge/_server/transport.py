@@ -1,0 +1,80 @@
+"""The gRPC server's transport settings: how big a message, how many streams, how long idle.
+
+A sandbox is untrusted: it may open connections and never use them, vanish without closing
+them (a killed or frozen sandbox leaves them half-open), or open many streams on one. Each
+holds a descriptor of the daemon's, and the daemon's descriptors are shared by every command
+of every run. So the transport closes a connection that carries no call for
+``connection_idle`` seconds, pings a quiet one and closes it when no answer comes, bounds a
+connection's age and its concurrent streams, and refuses a client that floods it with pings.
+(The servicer bounds each command's open streams, ``ToolOptions.max_streams``; a connection
+carries no token, so connections are bounded by time, not per command.)
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_CONNECTION_IDLE", "ENVELOPE_BYTES", "server_options"]
+
+ENVELOPE_BYTES = 1024
+"""Room for what a request carries besides the call itself (field tags, lengths, call id)."""
+
+SEND_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
+"""The cap on what the daemon sends; replies are limited per call (1 MiB by default) well
+below it, with a clear error."""
+
+DEFAULT_CONNECTION_IDLE = 300.0
+"""Seconds a connection may carry no call before the daemon closes it."""
+
+KEEPALIVE_TIME = 30.0
+"""Seconds of quiet on a connection before the daemon pings the sandbox's end."""
+
+KEEPALIVE_TIMEOUT = 10.0
+"""Seconds the daemon waits for the ping's answer before it closes the connection."""
+
+MAX_CONNECTION_AGE = 3600.0
+"""Seconds after which a connection is told to go away (the client reconnects)..."""
+
+MAX_CONNECTION_AGE_GRACE = 900.0
+"""...and then the seconds its calls still get (a call waiting on approval may take long)."""
+
+MAX_CONCURRENT_STREAMS = 256
+"""Streams on one connection at once: above a command's ``max_in_flight`` plus its
+``max_streams`` at their defaults (64 + 16), so that only a flood waits."""
+
+MIN_PING_INTERVAL = 10.0
+"""The shortest interval between a client's pings the daemon tolerates (then it says go away)."""
+
+MAX_HANDSHAKE = 20.0
+"""The longest, in seconds, that a new connection may take to say it speaks HTTP/2."""
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def server_options(*, max_request_bytes: int, connection_idle: float) -> list[tuple[str, int]]:
+    """The channel arguments of the daemon's ``grpc.aio`` server.
+
+    Raises:
+        ValueError: for a request limit below 1 byte or an idle limit that is not positive.
+    """
+    if not isinstance(max_request_bytes, int) or max_request_bytes < 1:
+        raise ValueError("max_request_bytes must be a whole number of at least 1")
+    if not connection_idle > 0:
+        raise ValueError("connection_idle must be a positive number of seconds")
+    return [
+        ("grpc.max_receive_message_length", max_request_bytes + ENVELOPE_BYTES),
+        ("grpc.max_send_message_length", SEND_MESSAGE_LIMIT),
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_connection_idle_ms", _ms(connection_idle)),
+        ("grpc.max_connection_age_ms", _ms(MAX_CONNECTION_AGE)),
+        ("grpc.max_connection_age_grace_ms", _ms(MAX_CONNECTION_AGE_GRACE)),
+        ("grpc.keepalive_time_ms", _ms(KEEPALIVE_TIME)),
+        ("grpc.keepalive_timeout_ms", _ms(KEEPALIVE_TIMEOUT)),
+        ("grpc.keepalive_permit_without_calls", 1),  # ping idle connections too: find half-open ones
+        ("grpc.http2.max_pings_without_data", 0),  # the daemon's keepalive pings need no data
+        ("grpc.http2.min_ping_interval_without_data_ms", _ms(MIN_PING_INTERVAL)),
+        ("grpc.http2.max_ping_strikes", 2),
+        ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
+        # A connection that never completes its HTTP/2 handshake is closed sooner still.
+        ("grpc.server_handshake_timeout_ms", _ms(min(connection_idle, MAX_HANDSHAKE))),
+    ]
