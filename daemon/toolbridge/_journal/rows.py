@@ -92,6 +92,21 @@ def run_from_row(row: Sequence[Any]) -> RunSummary:
     )
 
 
+def token_row(token: SidecarToken, secret_hash: bytes) -> tuple[Any, ...]:
+    """A token as its row is inserted (columns as ``INSERT_TOKEN`` names them), times in ms."""
+    return (
+        token.id,
+        token.run_id,
+        json.dumps(list(token.tools)),
+        token.max_calls,
+        token.calls,
+        to_ms(token.created_at),
+        to_ms(token.expires_at),
+        to_ms_or_none(token.revoked_at),
+        secret_hash.hex(),
+    )
+
+
 def token_from_row(row: Sequence[Any]) -> SidecarToken:
     return SidecarToken(
         id=row[0],

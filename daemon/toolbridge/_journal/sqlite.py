@@ -228,18 +228,7 @@ class SQLiteJournal:
     # -- sidecar tokens --------------------------------------------------------------------
 
     async def insert_token(self, token: SidecarToken, secret_hash: bytes) -> None:
-        params = (
-            token.id,
-            token.run_id,
-            json.dumps(list(token.tools)),
-            token.max_calls,
-            token.calls,
-            r.to_ms(token.created_at),
-            r.to_ms(token.expires_at),
-            r.to_ms_or_none(token.revoked_at),
-            secret_hash.hex(),
-        )
-        await self._queue("token", token.id, params)
+        await self._queue("token", token.id, r.token_row(token, secret_hash))
 
     async def get_token(self, token_id: str) -> SidecarToken | None:
         found = await self.find_token(token_id)
