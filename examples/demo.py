@@ -79,12 +79,7 @@ async def main(journal: Path) -> None:
             print(result.stdout, end="")
             if result.exit_code != 0:
                 raise SystemExit(f"the agent failed:\n{result.stderr}")
-            total = await step.sandbox.python(
-                "total",
-                'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10',
-                tools=tools,
-                output=int,
-            )
+            total = await step.sandbox.python("total", TOTAL, tools=tools, output=int)
             print(f"--- a runner snippet returned: {total} ---\n")
 
         # Entering the same run again replays it from the journal: nothing runs twice.
@@ -92,8 +87,13 @@ async def main(journal: Path) -> None:
             replayed = await step.sandbox.commands.run(
                 "agent", "python agent.py", tools=tools, cwd=HERE / "agent"
             )
-            total_again = await step.sandbox.python("total", "return 0", tools=tools, output=int)
+            # The same code: a replay checks that the step is the one recorded (another snippet
+            # under this id would raise ReplayMismatchError), then returns its recorded value.
+            total_again = await step.sandbox.python("total", TOTAL, tools=tools, output=int)
             print(f"replayed from the journal without running: {replayed.replayed}, total {total_again}")
+
+
+TOTAL = 'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10'
 
 
 if __name__ == "__main__":
