@@ -105,13 +105,7 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         JSONFormatError: with a message that names the problem.
     """
     try:
-        value = json.loads(
-            data,
-            parse_constant=_reject_constant,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            object_pairs_hook=_reject_duplicates,
-        )
+        value = _STRICT.decode(data.decode() if isinstance(data, bytes) else data)
     except JSONFormatError:
         raise
     except RecursionError:
@@ -122,6 +116,18 @@ def loads_strict(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     return value
 
 
+# One decoder and two encoders for every call: json.loads/json.dumps with options build one
+# per call, which the hot path pays for three times.
+_STRICT = json.JSONDecoder(
+    parse_constant=_reject_constant,
+    parse_int=_parse_int,
+    parse_float=_parse_float,
+    object_pairs_hook=_reject_duplicates,
+)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Serialize a tool's value: pydantic models, dataclasses, dates and the like included.
 
@@ -129,12 +135,12 @@ def dumps(value: Any) -> str:
         ValueError: when the value holds NaN/Infinity.
         pydantic_core.PydanticSerializationError: when it cannot be represented as JSON.
     """
-    return json.dumps(to_jsonable_python(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _COMPACT.encode(to_jsonable_python(value))
 
 
 def canonical(value: Any) -> str:
     """The one spelling of a JSON value: sorted keys, no spaces. Equal values, equal text."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 def digest(text: str, length: int = 16) -> str:

@@ -44,6 +44,12 @@ class TokenRegistry(Generic[Grant]):
 
     def __init__(self) -> None:
         self._grants: dict[str, tuple[bytes, Grant]] = {}
+        # Tokens already checked, by their whole text: a stream re-checks its token on every
+        # call, and a hash per call is a cost on the hot path. Looking a string up in a dict
+        # compares it only after a keyed hash matched, so its timing tells a guesser nothing.
+        # (Only the one right text of a token gets in, so a token id has at most one entry.)
+        self._checked: dict[str, Grant] = {}
+        self._checked_text: dict[str, str] = {}  # token id -> its checked text
 
     def mint(self, grant: Grant) -> tuple[str, str]:
         """Issue a token for ``grant``; returns ``(token, token_id)``."""
@@ -53,13 +59,21 @@ class TokenRegistry(Generic[Grant]):
 
     def resolve(self, token: str) -> Grant | None:
         """The grant a valid, unrevoked token carries, else ``None``."""
+        checked = self._checked.get(token)
+        if checked is not None:
+            return checked
         parts = split_token(token)
         if parts is None:
             return None
         entry = self._grants.get(parts[0])
         if entry is None or not secret_matches(parts[1], entry[0]):
             return None
+        self._checked[token] = entry[1]
+        self._checked_text[parts[0]] = token
         return entry[1]
 
     def revoke(self, token_id: str) -> None:
         self._grants.pop(token_id, None)
+        token = self._checked_text.pop(token_id, None)
+        if token is not None:
+            del self._checked[token]

@@ -13,7 +13,7 @@ from typing import Any
 
 from toolbridge._calls import approvals
 from toolbridge._calls.hooks import finish_hook, start_hook
-from toolbridge._calls.limits import in_flight_slot
+from toolbridge._calls.limits import take_in_flight_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable import tracing
@@ -77,18 +77,26 @@ async def call_tool(
     *,
     on_waiting: approvals.OnWaiting | None = None,
     traceparent: str = "",
+    detached: bool = False,
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
     ``on_waiting`` is told when the call starts to wait for a person's decision;
     ``traceparent`` is the caller's W3C trace context, the parent of the call's span.
+    ``detached``: the calling task is never cancelled by the asker (see
+    :meth:`RunState.single_flight`), so the call runs in it.
 
     Raises:
         ProtocolError: for calls the protocol refuses before any tool is involved
             (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
-    with in_flight_slot(scope):
-        return await _call_tool(scope, tool_name, positional_json, named_json, on_waiting, traceparent)
+    take_in_flight_slot(scope)
+    try:
+        return await _call_tool(
+            scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached
+        )
+    finally:
+        scope.in_flight -= 1
 
 
 async def _call_tool(
@@ -98,6 +106,7 @@ async def _call_tool(
     named_json: bytes,
     on_waiting: approvals.OnWaiting | None,
     traceparent: str,
+    detached: bool,
 ) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
@@ -152,7 +161,7 @@ async def _call_tool(
             span.finish(run.steps.get(key), outcome.error, outcome.result_json)
         return outcome
 
-    return await run.single_flight(key, work, shield=True)
+    return await run.single_flight(key, work, shield=True, detached=detached)
 
 
 def _is_lean(tool: Tool) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from toolbridge._calls.scope import CommandScope
 from toolbridge._errors import ProtocolError
 
-__all__ = ["RETRY_AFTER", "in_flight_slot", "stream_slot"]
+__all__ = ["RETRY_AFTER", "stream_slot", "take_in_flight_slot"]
 
 log = logging.getLogger("toolbridge")
 
@@ -23,9 +23,10 @@ RETRY_AFTER = 0.1
 """Seconds a refused sandbox is told to wait before it calls again."""
 
 
-@contextlib.contextmanager
-def in_flight_slot(scope: CommandScope) -> Iterator[None]:
-    """Hold one of the command's in-flight slots while a call is answered.
+def take_in_flight_slot(scope: CommandScope) -> None:
+    """Take one of the command's in-flight slots; the caller gives it back (``in_flight -= 1``).
+
+    Not a context manager: it runs once per call on the hot path.
 
     Raises:
         ProtocolError: ``RESOURCE_EXHAUSTED`` when every slot is taken.
@@ -40,10 +41,6 @@ def in_flight_slot(scope: CommandScope) -> Iterator[None]:
             retry_after=RETRY_AFTER,
         )
     scope.in_flight += 1
-    try:
-        yield
-    finally:
-        scope.in_flight -= 1
 
 
 @contextlib.contextmanager

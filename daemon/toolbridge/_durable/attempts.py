@@ -17,7 +17,7 @@ from toolbridge._errors import ToolError
 from toolbridge._journal.base import Journal
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
-from toolbridge._tools.threads import attempt_threads, wait_for_threads
+from toolbridge._tools.threads import track_threads, untrack, wait_for_threads
 
 
 async def run_attempts(
@@ -44,12 +44,12 @@ async def run_attempts(
         number = rec.attempts
         entry: dict[str, Any] = {"attempt": number, "started_at": now()}
         rec.attempt_log.append(entry)
+        threads, tracking = track_threads()
         try:
-            with attempt_threads() as threads:
-                if timeout is None:
-                    return await attempt(number)
-                async with asyncio.timeout(timeout):
-                    return await attempt(number)
+            if timeout is None:
+                return await attempt(number)
+            async with asyncio.timeout(timeout):
+                return await attempt(number)
         except ToolError as exc:
             failure = exc
             entry["error"] = exc.to_dict()
@@ -66,6 +66,7 @@ async def run_attempts(
             failure = caught.error
             entry["error"] = caught.entry
         finally:
+            untrack(tracking)
             entry["finished_at"] = now()
         if not failure.retryable or number >= attempts:
             if failure.type == "InternalError":

@@ -104,11 +104,17 @@ class RunState:
         self.steps[key] = rec
         return rec
 
-    async def single_flight(self, key: str, work: Callable[[], Awaitable[T]], *, shield: bool) -> T:
+    async def single_flight(
+        self, key: str, work: Callable[[], Awaitable[T]], *, shield: bool, detached: bool = False
+    ) -> T:
         """Run ``work`` once for ``key``; concurrent askers share its outcome.
 
         With ``shield``, the work finishes (and is recorded) even when every asker is
-        cancelled, as a tool call must once it has started.
+        cancelled, as a tool call must once it has started: it runs in a task of its own.
+        ``detached`` says the asking task is itself never cancelled by whoever asked (a
+        stream's task per call outlives the stream), so the work runs in it, with no task
+        and no shield: two turns of the event loop fewer. Shutdown still sees it, and may
+        cancel it once its grace is over, as it would the task.
         """
         existing = self._inflight.get(key)
         if existing is not None:
@@ -117,6 +123,8 @@ class RunState:
         existing = self._inflight.get(key)  # another asker started it while we checked
         if existing is not None:
             return await asyncio.shield(existing)
+        if shield and detached:
+            return await self._run_here(key, work)
         task: asyncio.Future[T] = asyncio.ensure_future(work())
         self._inflight[key] = task
         task.add_done_callback(lambda _: self._inflight.pop(key, None))
@@ -124,6 +132,28 @@ class RunState:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
         return await (asyncio.shield(task) if shield else task)
+
+    async def _run_here(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
+        shared: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        shared.add_done_callback(_consume_exception)  # nobody else may have asked
+        self._inflight[key] = shared
+        task = asyncio.current_task()
+        assert task is not None
+        self._background.add(task)
+        try:
+            value = await work()
+        except asyncio.CancelledError:
+            shared.cancel()
+            raise
+        except BaseException as exc:
+            shared.set_exception(exc)
+            raise
+        else:
+            shared.set_result(value)
+            return value
+        finally:
+            self._inflight.pop(key, None)
+            self._background.discard(task)
 
     def mark_stale(self, parent_key: str | None) -> list[str]:
         """Mark recorded children of ``parent_key`` that this execution did not ask for.
@@ -138,6 +168,11 @@ class RunState:
                 self.journal.write(rec)
                 marked.append(rec.key)
         return marked
+
+
+def _consume_exception(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class KeyCounter:

@@ -221,6 +221,14 @@ class ToolTrace:
             span.set_attribute(CALL_RESULT, result_json)
 
 
+_UNTRACED = ToolTrace(trace.INVALID_SPAN, 0.0)
+
+
+def _untraced() -> bool:
+    """Whether no tracer provider is set up, so that no span could be recorded."""
+    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
 def entry_event(entry: Mapping[str, Any]) -> tuple[str, dict[str, Any], int] | None:
     """An attempt or hook entry of a step's ``attempt_log`` as a span event.
 
@@ -275,6 +283,9 @@ def tool_trace(
         scope_context: The command's span context, for calls that carry none.
         from_host: Whether the host itself made the call (it may inherit the current span).
     """
+    if _untraced():
+        yield _UNTRACED  # nothing would record the span: no context to build and switch to
+        return
     started_at = now()
     span = _tracer().start_span(
         f"execute_tool {tool_name}",

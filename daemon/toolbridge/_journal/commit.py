@@ -16,7 +16,7 @@ from typing import Any
 
 from toolbridge._errors import JournalError
 
-__all__ = ["GroupCommit", "Pending"]
+__all__ = ["Done", "Executor", "GroupCommit", "Pending", "awaiting"]
 
 log = logging.getLogger("toolbridge")
 
@@ -38,16 +38,38 @@ class Pending:
     error: BaseException | None = None  # set by the executor to refuse this write alone
 
 
-Executor = Callable[[Sequence[Pending]], Awaitable[None]]
+Done = Callable[[BaseException | None], None]
+"""Told, in the event loop, that a batch is committed (``None``) or why it failed."""
+
+Executor = Callable[[Sequence[Pending], Done], None]
+"""Starts committing a batch, and calls ``done`` once; raising at once fails the batch."""
+
+
+def awaiting(execute: Callable[[Sequence[Pending]], Awaitable[None]]) -> Executor:
+    """An :data:`Executor` from a coroutine function (a task per batch)."""
+
+    def start(batch: Sequence[Pending], done: Done) -> None:
+        task = asyncio.ensure_future(execute(batch))
+        task.add_done_callback(lambda t: done(asyncio.CancelledError() if t.cancelled() else t.exception()))
+
+    return start
 
 
 class GroupCommit:
-    """Queues writes and commits everything queued during the previous commit together."""
+    """Queues writes and commits everything queued during the previous commit together.
+
+    Driven by callbacks, not a flusher task: a lone call's commit starts in the loop's next
+    turn (so every write queued in this turn joins it) and the next batch starts from the
+    done-callback of the one before, which saves the hot path two turns of the event loop
+    per commit.
+    """
 
     def __init__(self, execute: Executor) -> None:
         self._execute = execute
         self._pending: dict[tuple[str, Hashable], Pending] = {}
-        self._flusher: asyncio.Task[None] | None = None
+        self._scheduled = False  # a batch will start in the loop's next turn
+        self._committing = False
+        self._idle: asyncio.Future[None] | None = None  # for drain(): set once nothing is queued
 
     def add(self, kind: str, key: Hashable, params: Any) -> asyncio.Future[Any]:
         """Queue a write; the future resolves with its outcome once its batch is committed."""
@@ -63,31 +85,53 @@ class GroupCommit:
         waiter: asyncio.Future[Any] = loop.create_future()
         waiter.add_done_callback(_consume_exception)  # nobody may await a fire-and-forget write
         pending.waiters.append(waiter)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = loop.create_task(self._flush())
+        if not self._committing and not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._start)
         return waiter
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = list(self._pending.values()), {}
-            try:
-                await self._execute(batch)
-            except Exception as exc:
-                log.error("journal write failed: %s", exc)
-                failure = JournalError(f"journal write failed: {exc}")
-                for pending in batch:
-                    pending.error = failure
-            except BaseException:
-                for pending in batch:
-                    pending.error = JournalError("the journal was closed while the write waited")
-                _settle(batch)
-                raise
+    def _start(self) -> None:
+        self._scheduled = False
+        if not self._pending:
+            self._set_idle()
+            return
+        batch, self._pending = list(self._pending.values()), {}
+        self._committing = True
+        try:
+            self._execute(batch, lambda error: self._committed(batch, error))
+        except Exception as exc:  # the executor refused at once (e.g. the writer is stopped)
+            self._committed(batch, exc)
+
+    def _committed(self, batch: Sequence[Pending], error: BaseException | None) -> None:
+        self._committing = False
+        if isinstance(error, asyncio.CancelledError):
+            for pending in batch:
+                pending.error = JournalError("the journal was closed while the write waited")
             _settle(batch)
+        elif error is not None:
+            self._failed(batch, error)
+        else:
+            _settle(batch)
+        self._start()  # what was queued meanwhile is the next batch, at once
+
+    def _failed(self, batch: Sequence[Pending], exc: BaseException) -> None:
+        log.error("journal write failed: %s", exc)
+        failure = JournalError(f"journal write failed: {exc}")
+        for pending in batch:
+            pending.error = failure
+        _settle(batch)
+
+    def _set_idle(self) -> None:
+        if self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+        self._idle = None
 
     async def drain(self) -> None:
         """Return once every write queued so far is committed (or has failed)."""
-        while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
+        while self._committing or self._scheduled or self._pending:
+            if self._idle is None:
+                self._idle = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._idle)
 
 
 def _settle(batch: Sequence[Pending]) -> None:

@@ -39,7 +39,7 @@ from asyncpg.pool import PoolConnectionProxy
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal.base import Durability
-from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.commit import GroupCommit, Pending, awaiting
 from toolbridge._journal.postgres_approvals import PostgresApprovals, decide_requests, insert_requests
 from toolbridge._journal.postgres_events import CHANNEL, Notices, notice
 from toolbridge._journal.postgres_schema import migrate
@@ -125,7 +125,7 @@ class PostgresJournal:
         except BaseException:
             await self._close_connections()
             raise
-        self._commits = GroupCommit(self._execute_batch)
+        self._commits = GroupCommit(awaiting(self._execute_batch))
 
     async def close(self) -> None:
         if self._pool is None:

@@ -43,7 +43,7 @@ from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
-from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.migrations import migrate
 from toolbridge._journal.writer import Writer
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
@@ -261,10 +261,10 @@ class SQLiteJournal:
 
     # -- the batch: one transaction, one function in the writer's thread -------------------
 
-    def _execute_batch(self, batch: Sequence[Pending]) -> asyncio.Future[None]:
+    def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
         if self._writer is None:
             raise JournalError("the journal is not open")
-        return self._writer.run(lambda db: self._run_batch(db, batch))
+        self._writer.submit(lambda db: self._run_batch(db, batch), done)
 
     def _run_batch(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
         by_kind: dict[str, list[Pending]] = {}

@@ -66,6 +66,21 @@ class Writer:
         self._jobs.put((job, loop, future))
         return future
 
+    def submit(
+        self, job: Callable[[sqlite3.Connection], object], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """Queue ``job(connection)``; ``done(error)`` is called in the loop once it has run.
+
+        :meth:`run` without a future in between: the loop is woken once, straight into
+        ``done``, rather than once to settle a future and again for its callbacks.
+
+        Raises:
+            sqlite3.ProgrammingError: the writer is stopped.
+        """
+        if self._thread is None or not self._thread.is_alive():
+            raise sqlite3.ProgrammingError("the journal writer is stopped")
+        self._jobs.put((job, asyncio.get_running_loop(), done))
+
     async def stop(self) -> None:
         """Close the connection once every job queued so far has run."""
         thread, self._thread = self._thread, None
@@ -88,7 +103,11 @@ class Writer:
                 value, error = job(self.connection), None
             except BaseException as exc:  # handed to the awaiting coroutine
                 value, error = None, exc
-            _resolve(loop, future, value, error)
+            if isinstance(future, asyncio.Future):
+                _resolve(loop, future, value, error)
+            else:  # submit()'s callback
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                    loop.call_soon_threadsafe(future, error)
 
 
 def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, error: Any) -> None:

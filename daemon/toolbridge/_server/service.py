@@ -44,6 +44,7 @@ from toolbridge._errors import JournalError, ProtocolError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
+from toolbridge._server.replies import Replies
 from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, server_options
 
 log = logging.getLogger("toolbridge")
@@ -226,7 +227,11 @@ class _Servicer:
 
     @staticmethod
     async def _call(
-        scope: CommandScope, call: pb.CallToolRequest, *, on_waiting: OnWaiting | None = None
+        scope: CommandScope,
+        call: pb.CallToolRequest,
+        *,
+        on_waiting: OnWaiting | None = None,
+        detached: bool = False,
     ) -> pb.CallToolResponse:
         outcome = await call_tool(
             scope,
@@ -235,6 +240,7 @@ class _Servicer:
             call.named_arguments_json,
             on_waiting=on_waiting,
             traceparent=call.traceparent,
+            detached=detached,
         )
         return _response(outcome)
 
@@ -249,7 +255,7 @@ class _Servicer:
 
     async def CallToolStream(
         self, request_iterator: AsyncIterator[bytes], context: aio.ServicerContext
-    ) -> AsyncIterator[pb.CallToolStreamResponse]:
+    ) -> None:
         # No check up front: aborting a stream the client is still writing to races with its
         # writes (the client may see INTERNAL). Each call is checked and a bad token answered
         # in that call's status, as any per-call problem is; the stream stays open.
@@ -263,7 +269,9 @@ class _Servicer:
             held.enter_context(stream_slot(opening))
         except ProtocolError as exc:  # too many open: refused before any call is read
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
-        answers: asyncio.Queue[pb.CallToolStreamResponse | _Status | None] = asyncio.Queue()
+        replies = Replies(context)
+        # A task per call, never cancelled when the stream ends: a call that started runs to
+        # its recorded outcome (so it runs in its own task: see call_tool's ``detached``).
         calls: set[asyncio.Task[None]] = set()
 
         async def answer(call_id: int, call: pb.CallToolRequest | ProtocolError) -> None:
@@ -274,46 +282,35 @@ class _Servicer:
                     raise call
 
                 def waiting(req: ApprovalRequest) -> None:  # tell the client: no deadline now
-                    answers.put_nowait(pb.CallToolStreamResponse(call_id=call_id, waiting=_waiting(req)))
+                    replies.post(pb.CallToolStreamResponse(call_id=call_id, waiting=_waiting(req)))
 
-                response = await self._call(scope, call, on_waiting=waiting)
+                response = await self._call(scope, call, on_waiting=waiting, detached=True)
                 reply = pb.CallToolStreamResponse(call_id=call_id, response=response)
             except Exception as exc:
                 status = _status(exc, "CallToolStream")
                 reply = pb.CallToolStreamResponse(
                     call_id=call_id, status=pb.CallStatus(code=status.code.value[0], message=status.message)
                 )
-            await answers.put(reply)
+            await replies.flush()  # a waiting notice goes before the answer
+            await replies.send(reply)
 
-        async def read() -> None:
-            ending: _Status | None = None
-            try:
-                async for data in request_iterator:
-                    try:
-                        call_id, call = _parse_stream_call(data)
-                    except ProtocolError as exc:
-                        ending = _status(exc, "CallToolStream")  # no call id: end the stream
-                        break
-                    task = asyncio.create_task(answer(call_id, call))
-                    calls.add(task)
-                    task.add_done_callback(calls.discard)
-                if calls:
-                    await asyncio.gather(*calls)
-            finally:
-                await answers.put(ending)
-
-        reader = asyncio.create_task(read())
+        ending: _Status | None = None
         try:
-            while (reply := await answers.get()) is not None:
-                if isinstance(reply, _Status):
-                    await context.abort(reply.code, reply.message)
-                else:
-                    yield reply
+            async for data in request_iterator:
+                try:
+                    call_id, call = _parse_stream_call(data)
+                except ProtocolError as exc:
+                    ending = _status(exc, "CallToolStream")  # no call id: end the stream
+                    break
+                task = asyncio.create_task(answer(call_id, call))
+                calls.add(task)
+                task.add_done_callback(calls.discard)
+            while calls:  # unlike gather, a wait cancelled (the client left) cancels no call
+                await asyncio.wait(set(calls))
         finally:
             held.close()
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+        if ending is not None:
+            await context.abort(ending.code, ending.message)
 
     async def ListTools(self, data: bytes, context: aio.ServicerContext) -> pb.ListToolsResponse:
         try:

@@ -5,63 +5,130 @@ attempt has failed. Starting the retry then would run the step twice at once, wi
 idempotency key. So every thread an attempt starts is tracked, and the next attempt of the
 step starts only once the earlier one's threads have returned (an async handler is
 cancelled at its timeout and needs no such wait).
+
+The pool is our own rather than a ``ThreadPoolExecutor``: a job is a plain queue entry whose
+thread settles the awaiting future with one ``call_soon_threadsafe``, where the executor's
+path (a semaphore to decide whether to grow, a ``concurrent.futures.Future`` with its
+condition, ``wrap_future``'s chained callbacks) cost more than the hop itself on the hot path.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import contextvars
-import functools
 import os
-from collections.abc import Callable, Iterator
+import queue
+import threading
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["attempt_threads", "run_in_thread", "wait_for_threads"]
+__all__ = ["run_in_thread", "track_threads", "untrack", "wait_for_threads"]
 
-_executor: concurrent.futures.ThreadPoolExecutor | None = None
-# Our own pool (sized as asyncio's default one) because waiting needs the thread's own future:
-# the one asyncio.to_thread awaits is cancelled with its caller while the thread runs on.
+MAX_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""As many sync tool calls run at once (asyncio's default pool size); more wait their turn."""
 
-_tracked: contextvars.ContextVar[list[concurrent.futures.Future[Any]] | None] = contextvars.ContextVar(
+
+class _Job:
+    """One call of a sync function in a worker thread, and who waits for it to return."""
+
+    __slots__ = ("call", "future", "loop", "returned", "waiters")
+
+    def __init__(self, call: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.call = call
+        self.loop = loop
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.returned = False  # the thread is done with it (set in the loop)
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def settle(self, value: Any, error: BaseException | None) -> None:
+        """In the loop: hand the outcome to the caller (if it still waits) and the waiters."""
+        self.returned = True
+        if not self.future.done():  # its caller was cancelled (a timeout): nobody wants it
+            if error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(value)
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _Pool:
+    """Worker threads that run jobs from one queue; a thread is added while all are busy."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+
+    def submit(self, job: _Job) -> None:
+        with self._lock:
+            grow = self._idle == 0 and self._threads < self._limit
+            if grow:
+                self._threads += 1
+            elif self._idle > 0:
+                self._idle -= 1  # claimed by this job, so that the next one counts right
+            # else every thread is busy and there may be no more: the job waits its turn
+        if grow:
+            threading.Thread(target=self._work, name="toolbridge-tool", daemon=True).start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                value, error = job.call(), None
+            except BaseException as exc:  # handed to the awaiting coroutine
+                value, error = None, exc
+            del job.call  # the arguments may be large: let them go now
+            with self._lock:
+                self._idle += 1
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                job.loop.call_soon_threadsafe(job.settle, value, error)
+
+
+_pool = _Pool(MAX_THREADS)
+
+_tracked: contextvars.ContextVar[list[_Job] | None] = contextvars.ContextVar(
     "toolbridge_attempt_threads", default=None
 )
 
 
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        workers = min(32, (os.cpu_count() or 1) + 4)
-        _executor = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="toolbridge-tool")
-    return _executor
-
-
 async def run_in_thread(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """``func(*args, **kwargs)`` in a worker thread, tracked by the attempt that started it."""
+    """``func(*args, **kwargs)`` in a worker thread, tracked by the attempt that started it.
+
+    The thread sees the caller's context variables (a span, for example). Cancelling this
+    await leaves the thread to run on; the attempt's :func:`wait_for_threads` waits for it.
+    """
     context = contextvars.copy_context()
-    future = _pool().submit(functools.partial(context.run, func, *args, **kwargs))
+    job = _Job(lambda: context.run(func, *args, **kwargs), asyncio.get_running_loop())
     threads = _tracked.get()
     if threads is not None:
-        threads.append(future)
-    # Cancelling this await cancels a thread that has not started; one that runs, runs on.
-    return await asyncio.wrap_future(future)
+        threads.append(job)
+    _pool.submit(job)
+    return await job.future
 
 
-@contextlib.contextmanager
-def attempt_threads() -> Iterator[list[concurrent.futures.Future[Any]]]:
-    """Track the threads started (by :func:`run_in_thread`) within the block."""
-    threads: list[concurrent.futures.Future[Any]] = []
-    token = _tracked.set(threads)
-    try:
-        yield threads
-    finally:
-        _tracked.reset(token)
+def track_threads() -> tuple[list[_Job], contextvars.Token[list[_Job] | None]]:
+    """Track the threads started (by :func:`run_in_thread`) from here until :func:`untrack`.
+
+    A pair of calls rather than a context manager: it runs once per call on the hot path.
+    """
+    threads: list[_Job] = []
+    return threads, _tracked.set(threads)
 
 
-async def wait_for_threads(threads: list[concurrent.futures.Future[Any]]) -> None:
+def untrack(token: contextvars.Token[list[_Job] | None]) -> None:
+    _tracked.reset(token)
+
+
+async def wait_for_threads(threads: list[_Job]) -> None:
     """Return once every tracked thread has returned (its outcome is not wanted any more)."""
-    for future in threads:
-        if not future.done():
-            with contextlib.suppress(BaseException):
-                await asyncio.wrap_future(future)
+    for job in threads:
+        if not job.returned:
+            waiter: asyncio.Future[None] = job.loop.create_future()
+            job.waiters.append(waiter)
+            await waiter
