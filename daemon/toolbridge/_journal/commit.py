@@ -16,7 +16,7 @@ from typing import Any
 
 from toolbridge._errors import JournalError
 
-__all__ = ["Done", "Executor", "GroupCommit", "Pending", "awaiting"]
+__all__ = ["Done", "Eager", "Executor", "GroupCommit", "Pending", "awaiting"]
 
 log = logging.getLogger("toolbridge")
 
@@ -45,6 +45,15 @@ Executor = Callable[[Sequence[Pending], Done], None]
 """Starts committing a batch, and calls ``done`` once; raising at once fails the batch."""
 
 
+Eager = Callable[[Sequence[Pending]], bool]
+"""Commits a batch at once, in the caller's turn, if it can do so without waiting.
+
+Returns whether it did; raising fails the batch. Tried for a write that arrives while the
+journal is idle: a lone caller then pays no turn of the loop for its commit, and waits on a
+future that is already settled.
+"""
+
+
 def awaiting(execute: Callable[[Sequence[Pending]], Awaitable[None]]) -> Executor:
     """An :data:`Executor` from a coroutine function (a task per batch)."""
 
@@ -64,8 +73,10 @@ class GroupCommit:
     per commit.
     """
 
-    def __init__(self, execute: Executor) -> None:
+    def __init__(self, execute: Executor, *, eager: Eager | None = None) -> None:
         self._execute = execute
+        self._eager = eager
+        self._eager_this_turn = False  # one eager commit per turn: a burst is batched
         self._pending: dict[tuple[str, Hashable], Pending] = {}
         self._scheduled = False  # a batch will start in the loop's next turn
         self._committing = False
@@ -86,9 +97,32 @@ class GroupCommit:
         waiter.add_done_callback(_consume_exception)  # nobody may await a fire-and-forget write
         pending.waiters.append(waiter)
         if not self._committing and not self._scheduled:
+            if self._eager is not None and not self._eager_this_turn and self._commit_eagerly(loop):
+                return waiter  # already settled: awaiting it does not even yield
             self._scheduled = True
             loop.call_soon(self._start)
         return waiter
+
+    def _commit_eagerly(self, loop: asyncio.AbstractEventLoop) -> bool:
+        # Later writes of this turn wait for the next one, together: a burst of writes (many
+        # calls finishing at once) is one transaction, not one each.
+        self._eager_this_turn = True
+        loop.call_soon(self._next_turn)
+        batch = list(self._pending.values())
+        try:
+            assert self._eager is not None
+            if not self._eager(batch):
+                return False
+        except Exception as exc:
+            self._pending = {}
+            self._failed(batch, exc)
+            return True
+        self._pending = {}
+        _settle(batch)
+        return True
+
+    def _next_turn(self) -> None:
+        self._eager_this_turn = False
 
     def _start(self) -> None:
         self._scheduled = False

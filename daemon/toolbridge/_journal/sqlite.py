@@ -44,6 +44,7 @@ from toolbridge._journal import rows as r
 from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import Done, GroupCommit, Pending
+from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import migrate
 from toolbridge._journal.writer import Writer
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
@@ -98,6 +99,7 @@ class SQLiteJournal:
         self._db: aiosqlite.Connection | None = None
         self._commits: GroupCommit | None = None
         self._writer: Writer | None = None
+        self._inline: InlineCommits | None = None
         # run id -> the fence this journal took. Kept after leaving: a late write of a run
         # left but not taken over since is harmless, and still allowed.
         self._held: dict[str, int] = {}
@@ -121,6 +123,8 @@ class SQLiteJournal:
             # keeps the reads.
             self._writer = Writer(self.path, synchronous=self._durability.upper())
             await self._writer.start()
+            if self._durability == "normal":
+                self._inline = InlineCommits(self.path)
         except BaseException:
             await self._db.close()
             self._db = None
@@ -128,7 +132,11 @@ class SQLiteJournal:
                 await self._writer.stop()
                 self._writer = None
             raise
-        self._commits = GroupCommit(self._execute_batch)
+        inline = self._inline
+        self._commits = GroupCommit(
+            self._execute_batch,
+            eager=None if inline is None else (lambda batch: inline.commit(self._run_batch, batch)),
+        )
 
     async def close(self) -> None:
         if self._db is None:
@@ -148,6 +156,9 @@ class SQLiteJournal:
             if self._writer is not None:
                 await self._writer.stop()
                 self._writer = None
+            if self._inline is not None:
+                self._inline.close()
+                self._inline = None
             await self._db.close()
         self._db = None
 
@@ -264,6 +275,9 @@ class SQLiteJournal:
     def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
         if self._writer is None:
             raise JournalError("the journal is not open")
+        if self._inline is not None and self._inline.commit(self._run_batch, batch):
+            done(None)
+            return
         self._writer.submit(lambda db: self._run_batch(db, batch), done)
 
     def _run_batch(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:

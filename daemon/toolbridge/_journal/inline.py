@@ -1,0 +1,65 @@
+"""Committing a small batch on the event loop itself, when that is cheap and cannot wait.
+
+With ``synchronous=NORMAL`` a commit in WAL mode appends to the log and does not sync: tens
+of microseconds, less than handing the batch to the writer's thread and being woken by it
+(a lone call's commit is the largest cost on its path after the transport). It never waits:
+its connection has no busy timeout, so while another process holds the write lock it gives
+up at once and the writer (which waits) takes the batch. It never checkpoints either: every
+so often a batch goes to the writer, whose commits do. ``durability="full"`` syncs on every
+commit, which would stall the loop: there every batch goes to the writer.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from toolbridge._journal.commit import Pending
+
+__all__ = ["CHECKPOINT_EVERY", "INLINE_BATCH", "InlineCommits"]
+
+INLINE_BATCH = 4
+"""The most writes a batch committed on the loop may hold; a larger one goes to the writer."""
+
+CHECKPOINT_EVERY = 256
+"""One batch in so many goes to the writer, whose commits checkpoint the log."""
+
+RunBatch = Callable[[sqlite3.Connection, Sequence[Pending]], None]
+
+
+class InlineCommits:
+    """A connection of the loop's own that commits small batches, or declines at once."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None)
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=0")
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._batches = 0
+
+    def commit(self, run_batch: RunBatch, batch: Sequence[Pending]) -> bool:
+        """Commit ``batch`` here with ``run_batch``, unless the writer should.
+
+        Returns:
+            Whether it was committed here.
+
+        Raises:
+            sqlite3.Error: the batch failed for another reason than a busy database (as it
+                would have in the writer).
+        """
+        if len(batch) > INLINE_BATCH:
+            return False
+        self._batches += 1
+        if self._batches % CHECKPOINT_EVERY == 0:
+            return False
+        try:
+            run_batch(self._db, batch)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            return False
+        return True
+
+    def close(self) -> None:
+        self._db.close()
