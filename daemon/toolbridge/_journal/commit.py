@@ -67,10 +67,11 @@ def awaiting(execute: Callable[[Sequence[Pending]], Awaitable[None]]) -> Executo
 class GroupCommit:
     """Queues writes and commits everything queued during the previous commit together.
 
-    Driven by callbacks, not a flusher task: a lone call's commit starts in the loop's next
-    turn (so every write queued in this turn joins it) and the next batch starts from the
-    done-callback of the one before, which saves the hot path two turns of the event loop
-    per commit.
+    Driven by callbacks, not a flusher task: a batch starts in the loop's next turn (so every
+    write queued in this turn joins it) and the next batch starts from the done-callback of
+    the one before, which saves the hot path two turns of the event loop per commit. With an
+    ``eager`` committer, the first write of a turn that finds the journal idle is committed
+    at once instead (see :data:`Eager`).
     """
 
     def __init__(self, execute: Executor, *, eager: Eager | None = None) -> None:

@@ -7,6 +7,7 @@ callers) without the author writing one.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,16 +42,18 @@ class FunctionSignature:
         Raises:
             SchemaValidationError: when the arguments do not fit the signature or its types.
         """
-        try:
-            bound = self.signature.bind(*positional, **named)
-        except TypeError as exc:
-            raise SchemaValidationError([("", str(exc))]) from None
-        validated = self.schema.validate_python(dict(bound.arguments), strict=False)
+        arguments = self._by_position(positional) if not named else None
+        if arguments is None:  # anything else: inspect says what is wrong, in its words
+            try:
+                arguments = dict(self.signature.bind(*positional, **named).arguments)
+            except TypeError as exc:
+                raise SchemaValidationError([("", str(exc))]) from None
+        validated = self.schema.validate_python(arguments, strict=False)
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         skipped = False
         for field_name, parameter in zip(self.field_names, self.signature.parameters.values(), strict=True):
-            if parameter.name not in bound.arguments:
+            if parameter.name not in arguments:
                 skipped = True  # let the function's own default apply
                 continue
             value = getattr(validated, field_name)
@@ -60,6 +63,39 @@ class FunctionSignature:
             else:
                 args.append(value)
         return args, kwargs
+
+    def _by_position(self, positional: list[Any]) -> dict[str, Any] | None:
+        """The arguments of a call made with positional ones only, when they plainly fit.
+
+        ``inspect.Signature.bind`` costs more than the validation itself; for the common call
+        (positional arguments, the rest left to their defaults) the mapping is a ``zip``.
+        ``None`` when the call is anything else (too many, a required one missing).
+        """
+        names, required = self._positional_shape
+        if not required <= len(positional) <= len(names):
+            return None
+        return dict(zip(names, positional, strict=False))
+
+    @functools.cached_property
+    def _positional_shape(self) -> tuple[tuple[str, ...], int]:
+        """The names that may be given by position, and how many a call must give.
+
+        A signature with a required keyword-only parameter has no such call: ``(…, 1 + n)``.
+        """
+        return _positional_shape(self.signature)
+
+
+def _positional_shape(signature: inspect.Signature) -> tuple[tuple[str, ...], int]:
+    names: list[str] = []
+    required = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            names.append(parameter.name)
+            if parameter.default is inspect.Parameter.empty:
+                required = len(names)
+        elif parameter.default is inspect.Parameter.empty:
+            return tuple(names), len(names) + 1
+    return tuple(names), required
 
 
 def describe(func: Callable[..., Any]) -> tuple[str, dict[str, str]]:
