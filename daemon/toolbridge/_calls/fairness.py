@@ -51,11 +51,11 @@ class FairShare:
     """Admits calls of many commands (any hashable owner) by shares, as the module says."""
 
     def __init__(
-        self, *, shared: int = SHARED_CALLS, floor: int = MIN_SHARE, max_wait: float = MAX_WAIT
+        self, *, shared: int = SHARED_CALLS, floor: int = MIN_SHARE, max_wait: float | None = None
     ) -> None:
         self._shared = shared
         self._floor = floor
-        self._max_wait = max_wait
+        self._max_wait = MAX_WAIT if max_wait is None else max_wait
         self._commands: dict[object, _Command] = {}  # those with calls executing or waiting
 
     def share(self) -> int:
