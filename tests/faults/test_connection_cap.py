@@ -118,33 +118,36 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
 
     marks = [1 << 30]
     options = ToolOptions(max_calls=1_000_000)
-    async with Bridge(journal=journal_path, sandbox=sandbox) as bridge:
-        async with bridge.run("flood") as flood_step, bridge.run("other") as other_step:
-            other_task = asyncio.create_task(
-                other_step.sandbox.commands.run(
-                    "other", ["python3", str(other)], tools={"more": more}, tool_options=options, cwd=work_dir
-                )
+    async with (
+        Bridge(journal=journal_path, sandbox=sandbox) as bridge,
+        bridge.run("flood") as flood_step,
+        bridge.run("other") as other_step,
+    ):
+        other_task = asyncio.create_task(
+            other_step.sandbox.commands.run(
+                "other", ["python3", str(other)], tools={"more": more}, tool_options=options, cwd=work_dir
             )
-            flood_task = asyncio.create_task(
-                flood_step.sandbox.commands.run(
-                    "flooder",
-                    ["python3", str(flooder)],
-                    tools={"ping": ping, "flooded": report, "hold": hold},
-                    cwd=work_dir,
-                )
+        )
+        flood_task = asyncio.create_task(
+            flood_step.sandbox.commands.run(
+                "flooder",
+                ["python3", str(flooder)],
+                tools={"ping": ping, "flooded": report, "hold": hold},
+                cwd=work_dir,
             )
-            opened = await asyncio.wait_for(asyncio.shield(flooded), WAIT)
-            marks[0] = other_calls
-            # Every connection was accepted, and the daemon kept at most its cap of them:
-            # the descriptors it needs for everything else are still there.
-            assert opened == CONNECTIONS
-            assert _descriptors() < DAEMON_DESCRIPTORS - 100
-            await asyncio.wait_for(during_flood.wait(), WAIT)
-            with open(os.devnull) as spare:  # the host can still open a file
-                assert spare.fileno() > 0
-            release.set()
-            flood_result = await asyncio.wait_for(flood_task, WAIT)
-            assert flood_result.exit_code == 0, flood_result.stderr
-            stop_other.set()
-            other_result = await asyncio.wait_for(other_task, WAIT)
-            assert other_result.exit_code == 0, other_result.stderr
+        )
+        opened = await asyncio.wait_for(asyncio.shield(flooded), WAIT)
+        marks[0] = other_calls
+        # Every connection was accepted, and the daemon kept at most its cap of them:
+        # the descriptors it needs for everything else are still there.
+        assert opened == CONNECTIONS
+        assert _descriptors() < DAEMON_DESCRIPTORS - 100
+        await asyncio.wait_for(during_flood.wait(), WAIT)
+        with open(os.devnull) as spare:  # the host can still open a file
+            assert spare.fileno() > 0
+        release.set()
+        flood_result = await asyncio.wait_for(flood_task, WAIT)
+        assert flood_result.exit_code == 0, flood_result.stderr
+        stop_other.set()
+        other_result = await asyncio.wait_for(other_task, WAIT)
+        assert other_result.exit_code == 0, other_result.stderr

@@ -126,7 +126,8 @@ async def test_calls_beyond_max_call_rate_wait_their_turn_and_none_is_refused(
     rate, burst, calls = 10.0, 2, 6
     options = ToolOptions(max_call_rate=rate, call_burst=burst)
     (paced_dir,) = _dirs(tmp_path, "paced")
-    async with held_command(bridge, paced_dir, {"stamp": stamp}, run_id="paced", tool_options=options) as paced:
+    tools = {"stamp": stamp}
+    async with held_command(bridge, paced_dir, tools, run_id="paced", tool_options=options) as paced:
         answers = await asyncio.wait_for(
             asyncio.gather(*(raw_call(paced, call_request("stamp")) for _ in range(calls))), WAIT
         )

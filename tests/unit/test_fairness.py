@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from toolbridge._calls.fairness import FairShare
 from toolbridge._calls.pacing import TokenBucket
@@ -40,5 +41,5 @@ def test_a_bucket_gives_its_burst_then_one_token_per_interval() -> None:
     bucket = TokenBucket(rate=10.0, burst=2)
     assert [bucket.take() for _ in range(2)] == [0.0, 0.0]
     waits = [bucket.take() for _ in range(3)]
-    assert all(later > earlier for earlier, later in zip(waits, waits[1:], strict=False))
+    assert all(later > earlier for earlier, later in itertools.pairwise(waits))
     assert 0.25 < waits[-1] <= 0.3  # the third call past the burst waits three intervals
