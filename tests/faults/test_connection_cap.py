@@ -98,7 +98,7 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
     flooded: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     release, stop_other = asyncio.Event(), asyncio.Event()
     other_calls = 0
-    during_flood = asyncio.Event()
+    during_flood, other_connected = asyncio.Event(), asyncio.Event()
 
     async def ping() -> str:
         return "pong"
@@ -112,6 +112,7 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
     async def more() -> bool:
         nonlocal other_calls
         other_calls += 1
+        other_connected.set()
         if flooded.done() and other_calls >= marks[0] + 50:
             during_flood.set()  # fifty calls answered while the flood holds its connections
         return not stop_other.is_set()
@@ -128,6 +129,8 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
                 "other", ["python3", str(other)], tools={"more": more}, tool_options=options, cwd=work_dir
             )
         )
+        # Connected before the flood: a connection opened once the cap is full would wait.
+        await asyncio.wait_for(other_connected.wait(), WAIT)
         flood_task = asyncio.create_task(
             flood_step.sandbox.commands.run(
                 "flooder",
