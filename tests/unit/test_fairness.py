@@ -24,15 +24,17 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_holds_nothing() -> None:
     assert shares.executing("a") == 1
 
 
-async def test_when_a_command_leaves_the_others_shares_grow_back() -> None:
-    shares = FairShare(shared=4, floor=1, max_wait=60)
+async def test_when_a_command_has_left_for_linger_the_others_shares_grow_back() -> None:
+    shares = FairShare(shared=4, floor=1, max_wait=60, linger=0.05)
     await shares.enter("b")
     for _ in range(2):
         await shares.enter("a")  # a share of 4 // 2
     third = asyncio.ensure_future(shares.enter("a"))
     await asyncio.sleep(0)
     assert not third.done()
-    shares.leave("b")  # alone now: no share at all
+    shares.leave("b")  # alone once it has lingered: no share at all
+    await asyncio.sleep(0)
+    assert not third.done()  # b still counts for a moment: its next call may come soon
     await asyncio.wait_for(third, 1)
     assert shares.executing("a") == 3
 
