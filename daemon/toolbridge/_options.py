@@ -55,7 +55,7 @@ class ToolOptions:
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
     max_in_flight: int = 64
-    max_call_rate: float = 1000.0
+    max_call_rate: float = 2000.0
     call_burst: int = 200
     max_streams: int = 16
     approval_hold: float = 600.0
