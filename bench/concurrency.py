@@ -7,11 +7,13 @@ Every command is a sandboxed Python client calling a sync ``echo`` tool through 
 - calls/s with 1, 4 and 16 commands of 8 callers each, run at once (their calls summed over
   the slowest command's time);
 - the sequential p50/p99 of one command alone, and again while a neighbour command floods
-  the daemon with 32 callers.
+  the daemon with 32 callers: with fair shares (the default), without them (the baseline:
+  the scheduler swapped for one that never limits), and with the flooder paced at
+  ``FLOOD_RATE`` calls/s (``ToolOptions.max_call_rate``); with the flood's calls/s beside.
 
 Each figure is the median over the rounds.
 
-Usage: python bench/concurrency.py [--rounds 3] [--calls 1600] [--uvloop] [--json]
+Usage: python bench/concurrency.py [--rounds 3] [--calls 1600] [--neighbour-only] [--uvloop] [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from call_latency import CLIENTS, _percentile
 
 from toolbridge import Bridge, Step, ToolOptions
+from toolbridge._calls import fairness
 
 CALLERS = (1, 8, 32, 128)
 COMMANDS = (1, 4, 16)
@@ -36,18 +39,31 @@ COMMANDS = (1, 4, 16)
 _LIMITS = {f.name for f in dataclasses.fields(ToolOptions)}
 _IN_FLIGHT = {"max_in_flight": 256} if "max_in_flight" in _LIMITS else {}
 OPTIONS = ToolOptions(max_calls=10_000_000, **_IN_FLIGHT)
+FLOOD_RATE = 300.0
+FLOOD_HEAD_START = 0.5
+NO_LIMIT = 1 << 30
+FLOODS: dict[str, tuple[fairness.FairShare | None, ToolOptions]] = {
+    "beside a flood": (None, OPTIONS),
+    "beside a flood, no fair shares": (fairness.FairShare(shared=NO_LIMIT, floor=NO_LIMIT), OPTIONS),
+    f"beside a flood paced at {FLOOD_RATE:.0f}/s": (
+        None,
+        dataclasses.replace(OPTIONS, max_call_rate=FLOOD_RATE),
+    ),
+}
 
 
 def _echo(value: Any) -> Any:
     return value
 
 
-async def _client(step: Step, name: str, sequential: int, per_caller: int, callers: int) -> dict[str, Any]:
+async def _client(
+    step: Step, name: str, sequential: int, per_caller: int, callers: int, options: ToolOptions = OPTIONS
+) -> dict[str, Any]:
     result = await step.sandbox.commands.run(
         name,
         ["python3", str(CLIENTS / "python_client.py"), str(sequential), str(per_caller), str(callers)],
         tools={"echo": _echo},
-        tool_options=OPTIONS,
+        tool_options=options,
         timeout=600,
     )
     if result.exit_code != 0:
@@ -55,45 +71,83 @@ async def _client(step: Step, name: str, sequential: int, per_caller: int, calle
     return dict(json.loads(result.stdout))
 
 
-async def _round(args: argparse.Namespace, work: Path) -> dict[str, float]:
+async def _round(args: argparse.Namespace, work: Path, turn: int) -> dict[str, float]:
     figures: dict[str, float] = {}
     async with Bridge(journal=work / "bench.db") as bridge, bridge.run("concurrency") as step:
-        for callers in CALLERS:
-            report = await _client(step, f"callers-{callers}", 0, max(1, args.calls // callers), callers)
-            concurrent = report["concurrent"]
-            figures[f"1 command x {callers} callers"] = concurrent["calls"] / concurrent["seconds"]
-        for commands in COMMANDS:
-            per_caller = max(1, args.calls // (commands * 8))
-            reports = await asyncio.gather(
-                *(_client(step, f"commands-{commands}-{i}", 0, per_caller, 8) for i in range(commands))
-            )
-            calls = sum(r["concurrent"]["calls"] for r in reports)
-            slowest = max(r["concurrent"]["seconds"] for r in reports)
-            figures[f"{commands} commands x 8 callers"] = calls / slowest
-        alone = await _client(step, "quiet-alone", args.calls // 4, 0, 0)
-        flood = asyncio.ensure_future(_client(step, "flood", 0, args.calls // 4, 32))
-        beside = await _client(step, "quiet-beside", args.calls // 4, 0, 0)
-        await flood
-        for label, report in (("alone", alone), ("beside a flood", beside)):
-            figures[f"p50 ms, {label}"] = statistics.median(report["sequential_ms"])
-            figures[f"p99 ms, {label}"] = _percentile(report["sequential_ms"], 0.99)
+        if not args.neighbour_only:
+            await _throughput(args, step, figures)
+        await _neighbour(args, step, figures, turn)
     return figures
+
+
+async def _throughput(args: argparse.Namespace, step: Step, figures: dict[str, float]) -> None:
+    for callers in CALLERS:
+        report = await _client(step, f"callers-{callers}", 0, max(1, args.calls // callers), callers)
+        concurrent = report["concurrent"]
+        figures[f"1 command x {callers} callers"] = concurrent["calls"] / concurrent["seconds"]
+    for commands in COMMANDS:
+        per_caller = max(1, args.calls // (commands * 8))
+        reports = await asyncio.gather(
+            *(_client(step, f"commands-{commands}-{i}", 0, per_caller, 8) for i in range(commands))
+        )
+        calls = sum(r["concurrent"]["calls"] for r in reports)
+        slowest = max(r["concurrent"]["seconds"] for r in reports)
+        figures[f"{commands} commands x 8 callers"] = calls / slowest
+
+
+async def _neighbour(args: argparse.Namespace, step: Step, figures: dict[str, float], turn: int) -> None:
+    """The quiet command's p50/p99 alone and beside each kind of flood, in one bridge."""
+    loop = asyncio.get_running_loop()
+    alone = await _client(step, "quiet-alone", args.calls // 4, 0, 0)
+    reports: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [("alone", alone, None)]
+    floods = list(FLOODS.items())
+    floods = floods[turn % len(floods) :] + floods[: turn % len(floods)]  # each round, another first
+    for number, (label, (scheduler, options)) in enumerate(floods):
+        default = fairness.fair_share()
+        if scheduler is not None:
+            fairness._by_loop[loop] = scheduler
+        try:
+            # 32 callers, sized to go on for longer than the quiet command measures, and
+            # given a head start past its sandbox's start and its warm-up.
+            flood = asyncio.ensure_future(_client(step, f"flood-{number}", 0, args.calls // 8, 32, options))
+            await asyncio.sleep(FLOOD_HEAD_START)
+            beside = await _client(step, f"quiet-{number}", args.calls // 4, 0, 0)
+            flooded = await flood
+        finally:
+            fairness._by_loop[loop] = default
+        reports.append((label, beside, flooded))
+    for label, report, flood_report in reports:
+        figures[f"p50 ms, {label}"] = statistics.median(report["sequential_ms"])
+        figures[f"p99 ms, {label}"] = _percentile(report["sequential_ms"], 0.99)
+        if flood_report is not None:
+            concurrent = flood_report["concurrent"]
+            figures[f"flood calls/s, {label}"] = concurrent["calls"] / concurrent["seconds"]
 
 
 async def measure(args: argparse.Namespace) -> list[dict[str, float]]:
     rounds = []
-    for _ in range(args.rounds):
+    for turn in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="toolbridge-concurrency-") as work:
-            rounds.append(await _round(args, Path(work)))
+            rounds.append(await _round(args, Path(work), turn))
     return rounds
 
 
 def render(rounds: list[dict[str, float]]) -> str:
-    lines = ["| measure | value |", "| --- | ---: |"]
-    for name in rounds[0]:
-        value = statistics.median(r[name] for r in rounds)
-        latency = name.startswith("p")
-        lines.append(f"| {name if latency else name + ', calls/s'} | {value:,.{3 if latency else 0}f} |")
+    def median(name: str) -> float:
+        return statistics.median(r[name] for r in rounds)
+
+    lines = []
+    throughput = [name for name in rounds[0] if name.endswith(" callers")]
+    if throughput:
+        lines += ["| measure | calls/s |", "| --- | ---: |"]
+        lines += [f"| {name} | {median(name):,.0f} |" for name in throughput]
+        lines.append("")
+    lines += ["| the quiet command | p50 ms | p99 ms | the flood's calls/s |", "| --- | ---: | ---: | ---: |"]
+    for label in ("alone", *FLOODS):
+        flood = f"flood calls/s, {label}"
+        rate = f"{median(flood):,.0f}" if flood in rounds[0] else ""
+        p50, p99 = median(f"p50 ms, {label}"), median(f"p99 ms, {label}")
+        lines.append(f"| {label} | {p50:.3f} | {p99:.3f} | {rate} |")
     return "\n".join(lines)
 
 
@@ -101,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=1600)
+    parser.add_argument("--neighbour-only", action="store_true", help="only the neighbour's p50/p99")
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

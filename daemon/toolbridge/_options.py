@@ -32,6 +32,10 @@ class ToolOptions:
         max_reply_bytes: The largest result the sandbox may receive.
         max_in_flight: Tool calls one command may have running at once; the next is
             refused with ``RESOURCE_EXHAUSTED`` and told when to retry.
+        max_call_rate: Tool calls a second one command may make on average; a call beyond
+            it waits for its turn (it is not refused), holding one of ``max_in_flight``.
+        call_burst: Tool calls one command may make at once before ``max_call_rate``
+            paces it.
         max_streams: Call streams (``CallToolStream``) one command may have open at once;
             the next is refused with ``RESOURCE_EXHAUSTED``. A client needs one.
         approval_hold: Seconds a command waits, blocked on a call that needs a person's
@@ -51,6 +55,8 @@ class ToolOptions:
     max_request_bytes: int = 256 * KIB
     max_reply_bytes: int = 1 * MIB
     max_in_flight: int = 64
+    max_call_rate: float = 2000.0
+    call_burst: int = 200
     max_streams: int = 16
     approval_hold: float = 600.0
     approval_timeout: float = 86400.0
@@ -65,11 +71,14 @@ class ToolOptions:
             "max_request_bytes",
             "max_reply_bytes",
             "max_in_flight",
+            "call_burst",
             "max_streams",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ToolOptions.{name} must be a whole number of at least 1")
+        if not (isinstance(self.max_call_rate, (int, float)) and self.max_call_rate > 0):
+            raise ValueError("ToolOptions.max_call_rate must be a positive number of calls a second")
         if self.retry_backoff < 0 or self.retry_backoff_max < 0:
             raise ValueError("ToolOptions retry backoffs must not be negative")
 

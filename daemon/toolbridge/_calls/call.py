@@ -13,7 +13,7 @@ from typing import Any
 
 from toolbridge._calls import approvals
 from toolbridge._calls.hooks import finish_hook, start_hook
-from toolbridge._calls.limits import take_in_flight_slot
+from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable import tracing
@@ -90,13 +90,10 @@ async def call_tool(
         ProtocolError: for calls the protocol refuses before any tool is involved
             (``RESOURCE_EXHAUSTED`` too when the command has its most calls in flight).
     """
-    take_in_flight_slot(scope)
-    try:
+    async with call_slot(scope):
         return await _call_tool(
             scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached
         )
-    finally:
-        scope.in_flight -= 1
 
 
 async def _call_tool(

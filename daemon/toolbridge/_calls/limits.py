@@ -1,21 +1,34 @@
-"""Calls in flight per command: a flooding sandbox is refused, not queued.
+"""What a call of a command passes before it runs: its slot, its pace, its fair share.
 
-Without a limit, one sandbox could put thousands of calls in flight at once and take the
-daemon's time from every other command. Each command may have ``ToolOptions.max_in_flight``
-calls running; the next one is refused at once with ``RESOURCE_EXHAUSTED``, saying when to
-try again, and counts against nothing (not the call budget, not the journal).
+Without limits, one sandbox could put thousands of calls in flight at once and take the
+daemon's time from every other command. So each call of a command, in this order:
+
+1. takes one of the command's ``ToolOptions.max_in_flight`` slots, or is refused at once
+   with ``RESOURCE_EXHAUSTED``, saying when to try again (it counts against nothing: not
+   the call budget, not the journal);
+2. waits for its turn under the command's rate (:mod:`_calls.pacing`), if it calls faster
+   than ``ToolOptions.max_call_rate``;
+3. waits for its command's fair share of the daemon (:mod:`_calls.fairness`), if other
+   commands have calls too and this one has its share executing.
+
+A call the host makes itself (``Bridge.call_tool``) takes only the first step: the host is
+not a sandbox to be kept in check.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
+from types import TracebackType
 
+from toolbridge._calls.fairness import FairShare, fair_share
+from toolbridge._calls.pacing import TokenBucket
 from toolbridge._calls.scope import CommandScope
 from toolbridge._errors import ProtocolError
 
-__all__ = ["RETRY_AFTER", "stream_slot", "take_in_flight_slot"]
+__all__ = ["RETRY_AFTER", "call_slot", "in_flight_slot", "stream_slot"]
 
 log = logging.getLogger("toolbridge")
 
@@ -23,14 +36,53 @@ RETRY_AFTER = 0.1
 """Seconds a refused sandbox is told to wait before it calls again."""
 
 
-def take_in_flight_slot(scope: CommandScope) -> None:
-    """Take one of the command's in-flight slots; the caller gives it back (``in_flight -= 1``).
+class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
+    """``async with call_slot(scope):`` around the answer to one call (see the module docstring).
 
-    Not a context manager: it runs once per call on the hot path.
+    A class rather than a generator: it is on every call's path, and costs less so.
 
     Raises:
-        ProtocolError: ``RESOURCE_EXHAUSTED`` when every slot is taken.
+        ProtocolError: ``RESOURCE_EXHAUSTED`` when every in-flight slot is taken.
     """
+
+    __slots__ = ("_scope", "_shared")
+
+    def __init__(self, scope: CommandScope) -> None:
+        self._scope = scope
+        self._shared: FairShare | None = None
+
+    async def __aenter__(self) -> None:
+        scope = self._scope
+        _take_in_flight(scope)
+        if not scope.command_key:  # the host's own call
+            return
+        try:
+            bucket = scope.bucket
+            if bucket is None:
+                bucket = scope.bucket = TokenBucket(scope.options.max_call_rate, scope.options.call_burst)
+            wait = bucket.take()
+            if wait:
+                try:
+                    await asyncio.sleep(wait)
+                except asyncio.CancelledError:
+                    bucket.give_back()
+                    raise
+            shared = fair_share()
+            await shared.enter(scope)
+            self._shared = shared
+        except BaseException:
+            scope.in_flight -= 1
+            raise
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._shared is not None:
+            self._shared.leave(self._scope)
+        self._scope.in_flight -= 1
+
+
+def _take_in_flight(scope: CommandScope) -> None:
     limit = scope.options.max_in_flight
     if scope.in_flight >= limit:
         log.info("refused a call of command %r: %d calls in flight", scope.command_key, scope.in_flight)
@@ -41,6 +93,20 @@ def take_in_flight_slot(scope: CommandScope) -> None:
             retry_after=RETRY_AFTER,
         )
     scope.in_flight += 1
+
+
+@contextlib.contextmanager
+def in_flight_slot(scope: CommandScope) -> Iterator[None]:
+    """Hold one of the command's in-flight slots while a call is answered (no pace, no share).
+
+    Raises:
+        ProtocolError: ``RESOURCE_EXHAUSTED`` when every slot is taken.
+    """
+    _take_in_flight(scope)
+    try:
+        yield
+    finally:
+        scope.in_flight -= 1
 
 
 @contextlib.contextmanager

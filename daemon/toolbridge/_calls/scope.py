@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from opentelemetry.context import Context
 
 from toolbridge._calls.hub import ApprovalHub
+from toolbridge._calls.pacing import TokenBucket
 from toolbridge._durable.runstate import KeyCounter, RunState
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._options import ToolOptions
@@ -35,6 +36,7 @@ class CommandScope:
     calls: int = 0
     in_flight: int = 0  # calls being answered now (see _calls.limits)
     streams: int = 0  # CallToolStream streams open now (see _calls.limits)
+    bucket: TokenBucket | None = None  # the command's pace, made at its first call (see _calls.limits)
     keys: KeyCounter = field(default_factory=KeyCounter)
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.

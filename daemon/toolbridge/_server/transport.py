@@ -8,11 +8,30 @@ of every run. So the transport closes a connection that carries no call for
 connection's age and its concurrent streams, and refuses a client that floods it with pings.
 (The servicer bounds each command's open streams, ``ToolOptions.max_streams``; a connection
 carries no token, so connections are bounded by time, not per command.)
+
+And it caps the connections open at once, server-wide (gRPC's
+``grpc.max_allowed_incoming_connections``, counted per listening address): at the cap, a
+new connection is accepted and closed at once, so a sandbox opening thousands of
+connections cannot take the descriptors the daemon needs for everything else (journals,
+sandboxes' pipes, its own files). The cap is half the daemon's descriptor limit
+(``ulimit -n``); the daemon listens on one address (a server on more would need the cap
+shared out between them: ``connection_cap(listeners)``). It protects the daemon and
+every connection already open; it does not stop one sandbox from filling it, and then a
+command that connects afterwards waits (its client retries) until idle connections are
+closed: no per-command cap is possible here, as a connection says nothing of its command
+until it carries a call.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_CONNECTION_IDLE", "ENVELOPE_BYTES", "server_options"]
+import resource
+
+__all__ = [
+    "DEFAULT_CONNECTION_IDLE",
+    "ENVELOPE_BYTES",
+    "connection_cap",
+    "server_options",
+]
 
 ENVELOPE_BYTES = 1024
 """Room for what a request carries besides the call itself (field tags, lengths, call id)."""
@@ -47,12 +66,28 @@ MAX_HANDSHAKE = 20.0
 """The longest, in seconds, that a new connection may take to say it speaks HTTP/2."""
 
 
+MIN_CONNECTIONS = 64
+"""The smallest connection cap, however low the descriptor limit."""
+
+
+def connection_cap(listeners: int = 1) -> int:
+    """Connections each of ``listeners`` addresses may hold open: half the descriptors, shared.
+
+    Read when the server starts: a daemon whose limit is raised later keeps its cap.
+    """
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(MIN_CONNECTIONS, soft // 2 // max(1, listeners))
+
+
 def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
 def server_options(*, max_request_bytes: int, connection_idle: float) -> list[tuple[str, int]]:
-    """The channel arguments of the daemon's ``grpc.aio`` server.
+    """The channel arguments of the daemon's ``grpc.aio`` server (on one address: the
+    connection cap is per address).
 
     Raises:
         ValueError: for a request limit below 1 byte or an idle limit that is not positive.
@@ -77,4 +112,5 @@ def server_options(*, max_request_bytes: int, connection_idle: float) -> list[tu
         ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
         # A connection that never completes its HTTP/2 handshake is closed sooner still.
         ("grpc.server_handshake_timeout_ms", _ms(min(connection_idle, MAX_HANDSHAKE))),
+        ("grpc.max_allowed_incoming_connections", connection_cap()),
     ]

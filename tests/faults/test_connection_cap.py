@@ -1,0 +1,156 @@
+"""Item 1: a sandbox opening connections without end cannot take the daemon's descriptors.
+
+The daemon caps the connections open at once at half its descriptor limit; past the cap a
+connection is accepted and closed at once. Here the daemon's limit is lowered to 1024 (a
+cap of 512) and a real sandbox, under each launcher, opens 1,500 connections while a
+command of another run keeps calling its tool over the connection it already has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import resource
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import LIMITS
+from tests.helpers import WAIT
+from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
+from toolbridge import Bridge, ToolOptions
+from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
+from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._server.transport import connection_cap
+
+DAEMON_DESCRIPTORS = 1024
+CONNECTIONS = 1500
+
+FLOODER = """
+import asyncio, os, resource, socket
+from inngest_tools import tools
+
+PREFACE = b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n" + b"\\x00\\x00\\x00\\x04\\x00\\x00\\x00\\x00\\x00"
+
+async def main():
+    await tools.ping()  # its own client connects first, before the cap is reached
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    path = os.environ["TOOLBRIDGE_ADDRESS"].removeprefix("unix:")
+    held = []
+    for _ in range({connections}):
+        conn = socket.socket(socket.AF_UNIX)
+        conn.connect(path)
+        try:
+            conn.sendall(PREFACE)
+        except OSError:  # closed by the daemon already: the cap is reached
+            pass
+        held.append(conn)
+    await tools.flooded(len(held))
+    await tools.hold()
+
+asyncio.run(main())
+"""
+
+OTHER = """
+import asyncio
+from inngest_tools import tools
+
+async def main():
+    while await tools.more():
+        pass
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def low_descriptor_limit() -> Iterator[None]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (DAEMON_DESCRIPTORS, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.usefixtures("low_descriptor_limit")
+@pytest.mark.parametrize("launcher", ["process", "bwrap"])
+async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_and_another_run_working(
+    launcher: str, journal_path: Path, write_script: Callable[[str, str], Path], work_dir: Path
+) -> None:
+    if launcher == "bwrap" and BWRAP_UNAVAILABLE is not None:
+        pytest.skip(BWRAP_UNAVAILABLE)
+    assert connection_cap() == DAEMON_DESCRIPTORS // 2
+    sandbox: Launcher = (
+        ProcessLauncher()
+        if launcher == "process"
+        else BwrapLauncher(limits=dataclasses.replace(LIMITS, open_files=4096))
+    )
+    flooder = write_script("flooder.py", FLOODER.format(connections=CONNECTIONS))
+    other = write_script("other.py", OTHER)
+    flooded: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    release, stop_other = asyncio.Event(), asyncio.Event()
+    other_calls = 0
+    during_flood, other_connected = asyncio.Event(), asyncio.Event()
+
+    async def ping() -> str:
+        return "pong"
+
+    async def report(opened: int) -> None:
+        flooded.set_result(opened)
+
+    async def hold() -> None:
+        await release.wait()
+
+    async def more() -> bool:
+        nonlocal other_calls
+        other_calls += 1
+        other_connected.set()
+        if flooded.done() and other_calls >= marks[0] + 50:
+            during_flood.set()  # fifty calls answered while the flood holds its connections
+        return not stop_other.is_set()
+
+    marks = [1 << 30]
+    options = ToolOptions(max_calls=1_000_000)
+    async with (
+        Bridge(journal=journal_path, sandbox=sandbox) as bridge,
+        bridge.run("flood") as flood_step,
+        bridge.run("other") as other_step,
+    ):
+        other_task = asyncio.create_task(
+            other_step.sandbox.commands.run(
+                "other", ["python3", str(other)], tools={"more": more}, tool_options=options, cwd=work_dir
+            )
+        )
+        # Connected before the flood: a connection opened once the cap is full would wait.
+        await asyncio.wait_for(other_connected.wait(), WAIT)
+        flood_task = asyncio.create_task(
+            flood_step.sandbox.commands.run(
+                "flooder",
+                ["python3", str(flooder)],
+                tools={"ping": ping, "flooded": report, "hold": hold},
+                cwd=work_dir,
+            )
+        )
+        opened = await asyncio.wait_for(asyncio.shield(flooded), WAIT)
+        marks[0] = other_calls
+        # Every connection was accepted, and the daemon kept at most its cap of them:
+        # the descriptors it needs for everything else are still there.
+        assert opened == CONNECTIONS
+        assert _descriptors() < DAEMON_DESCRIPTORS - 100
+        await asyncio.wait_for(during_flood.wait(), WAIT)
+        with open(os.devnull) as spare:  # the host can still open a file
+            assert spare.fileno() > 0
+        release.set()
+        flood_result = await asyncio.wait_for(flood_task, WAIT)
+        assert flood_result.exit_code == 0, flood_result.stderr
+        stop_other.set()
+        other_result = await asyncio.wait_for(other_task, WAIT)
+        assert other_result.exit_code == 0, other_result.stderr

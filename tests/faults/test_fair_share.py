@@ -1,0 +1,146 @@
+"""Item 2: fair shares between commands, and a command's pace (``ToolOptions.max_call_rate``).
+
+Beside another command with calls, a command executes at most its share of calls
+(``max(MIN_SHARE, SHARED_CALLS // commands)``); the rest wait, and a quiet command's call
+goes ahead of that backlog. Alone, a command is not limited by shares. A call waits for its
+share at most ``MAX_WAIT``. Calls beyond a command's rate wait their turn, not refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import WAIT, call_request, held_command, raw_call, result_of, wait_until
+from toolbridge import Bridge, ToolOptions
+from toolbridge._calls import fairness
+
+FLOOD = 20
+
+
+@pytest.fixture
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls wait for their share as long as a test may take (not the default second)."""
+    monkeypatch.setattr(fairness, "MAX_WAIT", WAIT * 2)
+
+
+def _dirs(tmp_path: Path, *names: str) -> list[Path]:
+    paths = [tmp_path / name for name in names]
+    for path in paths:
+        path.mkdir()
+    return paths
+
+
+@pytest.mark.usefixtures("patient")
+async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_call_goes_first(
+    bridge: Bridge, tmp_path: Path
+) -> None:
+    release = asyncio.Event()
+    entered: list[int] = []
+
+    async def block() -> str:
+        entered.append(1)
+        await release.wait()
+        return "done"
+
+    async def ping() -> str:
+        return "pong"
+
+    tools = {"block": block, "ping": ping}
+    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
+    async with (
+        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
+        held_command(bridge, quiet_dir, tools, run_id="quiet") as quiet,
+    ):
+        # Two commands with calls (each holds its `hold`): a share is 16 // 2 = 8 calls, and
+        # the flooder's `hold` is one of its eight.
+        share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)
+        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
+        await wait_until(lambda: len(entered) == share - 1)
+        assert result_of(await raw_call(quiet, call_request("ping"))) == "pong"  # never queued
+        assert len(entered) == share - 1  # the flood's backlog still waits
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+        assert [result_of(a) for a in answers] == ["done"] * FLOOD
+        assert len(entered) == FLOOD
+    for held in (flood, quiet):
+        result = await asyncio.wait_for(asyncio.shield(held.result), WAIT)
+        assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.usefixtures("patient")
+async def test_a_command_alone_is_not_limited_by_shares(bridge: Bridge, tmp_path: Path) -> None:
+    release = asyncio.Event()
+    entered: list[int] = []
+
+    async def block() -> str:
+        entered.append(1)
+        await release.wait()
+        return "done"
+
+    (alone_dir,) = _dirs(tmp_path, "alone")
+    async with held_command(bridge, alone_dir, {"block": block}, run_id="alone") as alone:
+        blocked = [asyncio.ensure_future(raw_call(alone, call_request("block"))) for _ in range(FLOOD)]
+        await wait_until(lambda: len(entered) == FLOOD)  # all at once: slow I/O keeps its parallelism
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+
+
+async def test_a_call_waits_for_its_share_at_most_max_wait(
+    bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fairness, "MAX_WAIT", 0.2)
+    release = asyncio.Event()
+    entered: list[int] = []
+
+    async def block() -> str:
+        entered.append(1)
+        await release.wait()
+        return "done"
+
+    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
+    tools = {"block": block}
+    async with (
+        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
+        held_command(bridge, quiet_dir, tools, run_id="quiet"),
+    ):
+        # Its own eight calls never end, yet the ones past its share get in after MAX_WAIT.
+        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
+        await wait_until(lambda: len(entered) == FLOOD)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+
+
+async def test_calls_beyond_max_call_rate_wait_their_turn_and_none_is_refused(
+    bridge: Bridge, tmp_path: Path
+) -> None:
+    stamps: list[float] = []
+
+    async def stamp() -> str:
+        stamps.append(time.monotonic())
+        return "ok"
+
+    rate, burst, calls = 10.0, 2, 6
+    options = ToolOptions(max_call_rate=rate, call_burst=burst)
+    (paced_dir,) = _dirs(tmp_path, "paced")
+    tools = {"stamp": stamp}
+    async with held_command(bridge, paced_dir, tools, run_id="paced", tool_options=options) as paced:
+        answers = await asyncio.wait_for(
+            asyncio.gather(*(raw_call(paced, call_request("stamp")) for _ in range(calls))), WAIT
+        )
+        assert [result_of(a) for a in answers] == ["ok"] * calls
+    # At most `burst` tokens were there; each further call waited 1 / rate for its own.
+    # (A lower bound: a slow machine only spreads the calls further.)
+    assert stamps[-1] - stamps[0] >= (calls - burst) / rate - 0.02
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_call_rate", 0), ("max_call_rate", -1.0), ("call_burst", 0), ("call_burst", 1.5)],
+)
+def test_the_rate_and_burst_must_be_positive(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        ToolOptions(**{field: value})  # type: ignore[arg-type]
