@@ -18,7 +18,7 @@ from toolbridge._sandbox.runtime.node import (
 )
 
 CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
-DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
+DEPENDENCIES = ("@grpc/grpc-js", "typescript")
 
 
 def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
