@@ -57,10 +57,13 @@ async def tool_replay(work: Path, calls: int) -> dict[str, float]:
 
     tools = {"echo": lambda value: value, "block": block}
     argv = ["python3", str(CLIENTS / "replay_client.py"), str(calls)]
+    block_first = {"REPLAY_BLOCK": "1"}
 
     async def first() -> Any:
         async with Bridge(journal=journal) as bridge, bridge.run("calls") as step:
-            return await step.sandbox.commands.run("agent", [*argv, "1"], tools=tools, tool_options=UNLIMITED)
+            return await step.sandbox.commands.run(
+                "agent", argv, tools=tools, tool_options=UNLIMITED, env=block_first
+            )
 
     task = asyncio.create_task(first())
     await blocked.wait()
@@ -71,13 +74,9 @@ async def tool_replay(work: Path, calls: int) -> dict[str, float]:
         await task
     async with Bridge(journal=journal) as bridge:
         async with bridge.run("calls") as step:
-            replayed = await step.sandbox.commands.run(
-                "agent", [*argv, "0"], tools=tools, tool_options=UNLIMITED
-            )
+            replayed = await step.sandbox.commands.run("agent", argv, tools=tools, tool_options=UNLIMITED)
         async with bridge.run("calls-fresh") as step:
-            fresh = await step.sandbox.commands.run(
-                "agent", [*argv, "0"], tools=tools, tool_options=UNLIMITED
-            )
+            fresh = await step.sandbox.commands.run("agent", argv, tools=tools, tool_options=UNLIMITED)
     fresh_report, replay_report = json.loads(fresh.stdout), json.loads(replayed.stdout)
     return {"fresh": calls / fresh_report["seconds"], "replay": calls / replay_report["seconds"]}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
+from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
 from toolbridge._durable import tracing
 from toolbridge._durable.identity import expect_kind, expect_step
@@ -198,6 +199,8 @@ async def execute_command(
     run.journal.write(rec)
     run.executed_parents.add(key)
     span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
+    # Run again, the command answers its recorded calls itself (see _commands.replay).
+    replay = ClientReplay.prepare(run, key, set(tools), options)
     scope = CommandScope(
         run=run,
         command_key=key,
@@ -207,19 +210,24 @@ async def execute_command(
         approvals=services.approvals,
         trace_context=span.context,
     )
+    if replay is not None:
+        scope.keys, scope.count_call = replay.keys(), replay.count_call
     token, token_id = services.tokens.mint(scope)
+    environment = {**command_environment(services, token, env), **span.environment(env)}
+    environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
     spec = LaunchSpec(
         argv=argv,
-        env={**command_environment(services, token, env), **span.environment(env)},
+        env={**environment, **(replay.environment if replay else {})},
         cwd=cwd,
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
         read_only_paths=services.runtime.read_only_paths,
-        writable_paths=list(writable),
+        writable_paths=[*writable, *([replay.directory] if replay else [])],
         socket_dir=services.socket_dir,
     )
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
+    outcome: ProcessOutcome | None = None
     try:
         outcome = await services.launcher.run(spec, scope.stop)
         span.finish(outcome.exit_code, outcome.stopped)
@@ -232,6 +240,10 @@ async def execute_command(
         forget()
         services.tokens.revoke(token_id)
         span.end()
+        if replay is not None and outcome is None:
+            replay.close()
+    if replay is not None:
+        replay.finish(run, scope)  # what the sandbox answered itself was asked again
     await run.check_lease()
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
