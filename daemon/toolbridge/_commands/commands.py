@@ -222,7 +222,7 @@ async def execute_command(
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
         read_only_paths=services.runtime.read_only_paths,
-        writable_paths=[*writable, *([replay.directory] if replay else [])],
+        writable_paths=[*writable, *(replay.writable_paths if replay else [])],
         socket_dir=services.socket_dir,
     )
     # A run taken over by another daemon stops here: its new holder runs it now.

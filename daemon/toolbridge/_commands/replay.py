@@ -176,6 +176,12 @@ class ClientReplay:
         return {REPLAY_VARIABLE: str(self.directory / "records.json")}
 
     @property
+    def writable_paths(self) -> list[Path]:
+        """Lent to the sandbox user (under bubblewrap): the directory (private to it and the
+        daemon, 0700) and ``taken/`` in it. Only the command's own records are there."""
+        return [self.directory, self.directory / "taken"]
+
+    @property
     def handed_out(self) -> int:
         return sum(len(entry.records) for entry in self.entries)
 
