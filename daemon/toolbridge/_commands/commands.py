@@ -186,6 +186,7 @@ async def execute_command(
         again (when it was run again after an interruption).
     """
     rec = run.steps.get(key)
+    rerun = rec is not None
     if rec is None:
         rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
     elif rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError":
@@ -199,8 +200,6 @@ async def execute_command(
     run.journal.write(rec)
     run.executed_parents.add(key)
     span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
-    # Run again, the command answers its recorded calls itself (see _commands.replay).
-    replay = ClientReplay.prepare(run, key, set(tools), options)
     scope = CommandScope(
         run=run,
         command_key=key,
@@ -210,11 +209,13 @@ async def execute_command(
         approvals=services.approvals,
         trace_context=span.context,
     )
-    if replay is not None:
-        scope.keys, scope.count_call = replay.keys(), replay.count_call
     token, token_id = services.tokens.mint(scope)
     environment = {**command_environment(services, token, env), **span.environment(env)}
     environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
+    # Run again, the command answers its recorded calls itself (see _commands.replay).
+    replay = ClientReplay.prepare(run, key, set(tools), options) if rerun else None
+    if replay is not None:
+        scope.keys, scope.count_call = replay.keys(), replay.count_call
     spec = LaunchSpec(
         argv=argv,
         env={**environment, **(replay.environment if replay else {})},
@@ -227,9 +228,10 @@ async def execute_command(
     )
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
-    outcome: ProcessOutcome | None = None
     try:
         outcome = await services.launcher.run(spec, scope.stop)
+        if replay is not None:
+            replay.finish(run, scope)  # what the sandbox answered itself was asked again
         span.finish(outcome.exit_code, outcome.stopped)
     except SandboxError as exc:
         span.fail(exc)
@@ -240,10 +242,8 @@ async def execute_command(
         forget()
         services.tokens.revoke(token_id)
         span.end()
-        if replay is not None and outcome is None:
+        if replay is not None:
             replay.close()
-    if replay is not None:
-        replay.finish(run, scope)  # what the sandbox answered itself was asked again
     await run.check_lease()
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])

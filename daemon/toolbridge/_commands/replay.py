@@ -218,13 +218,10 @@ class ClientReplay:
         return scope.calls + len(self.answered_in_sandbox()) <= scope.options.max_calls
 
     def finish(self, run: RunState, scope: CommandScope) -> None:
-        """Tell the run which recorded calls were asked again in the sandbox, and clean up."""
-        try:
-            for rec in self.answered_in_sandbox():
-                run.claim(rec.key)
-                tracing.replayed(rec, scope.trace_context)
-        finally:
-            self.close()
+        """Tell the run which recorded calls were asked again in the sandbox (before its span ends)."""
+        for rec in self.answered_in_sandbox():
+            run.claim(rec.key)
+            tracing.replayed(rec, scope.trace_context)
 
     def close(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
