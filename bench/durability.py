@@ -3,7 +3,8 @@
 1. Host steps: N fresh ``step.run`` steps, then the same run entered again from a new bridge
    (journal preloaded from disk), every step answered from memory. Steps per second.
 2. Tool calls from a sandbox: N sequential calls made fresh, then made again by the re-run of
-   that interrupted command, every one answered from the journal. Calls per second.
+   that interrupted command, every one answered in the sandbox from the records the daemon
+   hands it (client-side replay). Calls per second.
 3. One durable call (journaled in SQLite) against the same call with ``journal=None``:
    p50 / p99 latency and calls per second with 32 concurrent callers.
 

@@ -103,7 +103,14 @@ def write_agent(work: Path, groups: Sequence[Sequence[tuple[str, list[Any]]]]) -
 
 
 async def enter(
-    journal: Path, work: Path, tools: Tools, entry: int, *, command: str = "python3 agent.py", **env: str
+    journal: Path,
+    work: Path,
+    tools: Tools,
+    entry: int,
+    *,
+    command: str = "python3 agent.py",
+    max_calls: int = 100,
+    **env: str,
 ) -> Any:
     async with Bridge(journal=journal) as bridge, bridge.run("r") as step:
         return await step.sandbox.commands.run(
@@ -112,7 +119,7 @@ async def enter(
             tools=tools.mapping(),
             cwd=work,
             env={"ENTRY": str(entry), **env},
-            tool_options=ToolOptions(attempts=1),
+            tool_options=ToolOptions(attempts=1, max_calls=max_calls),
         )
 
 
@@ -219,6 +226,22 @@ async def test_the_daemon_still_learns_which_recorded_calls_were_asked_again(
     assert sorted(key.split("/")[1].split("@")[0] for key in result.not_asked_again) == ["add", "block"]
     flags = stale_flags(journal_path)
     assert (flags["add[1,1]"], flags["add[2,2]"], flags["add[5,5]"]) == (0, 1, 0)
+
+
+async def test_calls_answered_in_the_sandbox_count_against_max_calls(
+    journal_path: Path, tmp_path: Path
+) -> None:
+    tools = Tools()
+    write_agent(tmp_path, [[("add", [1, 1])], [("add", [2, 2])], [("add", [3, 3])]])
+    await interrupt(journal_path, tmp_path, tools)
+    # Run again with a budget of two: the third call is refused though it is recorded, as the
+    # daemon refuses it when every call reaches it, and the command is stopped.
+    result = await enter(journal_path, tmp_path, tools, 2, max_calls=2)
+    assert result.stopped == "max_calls"
+    got = answers(tmp_path, 2)
+    assert got[:2] == [{"value": 2}, {"value": 4}]
+    assert got[2]["error"] == "MaxCallsExceeded"
+    assert tools.calls == {"add1,1": 1, "add2,2": 1, "add3,3": 1}
 
 
 async def test_a_command_is_given_only_its_own_records_and_only_the_daemons(
