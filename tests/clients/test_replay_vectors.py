@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from inngest_tools._client import encode_arguments
 from inngest_tools._replay import call_input
-
 from toolbridge._calls.call import _call_input
 from toolbridge._json import loads_strict
 

@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -66,7 +66,7 @@ FIRST = [["add", [1, 2]], ["fail", ["no"]], ["add", [1, 2]]]
 @pytest.mark.parametrize("sandbox", ["process", "bwrap"])
 @pytest.mark.parametrize("language", ["python", "node"])
 async def test_a_rerun_answers_its_recorded_calls_in_the_sandbox(
-    journal_path: Path, work_dir: Path, sandbox: str, language: str
+    journal_path: Path, work_dir: Path, sandbox: Literal["process", "bwrap"], language: str
 ) -> None:
     filename, source, command = AGENTS[language]
     (work_dir / filename).write_text(source)
