@@ -15,15 +15,11 @@ import json
 import sqlite3
 import textwrap
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.helpers import WAIT
 from toolbridge import Bridge, ToolError, ToolOptions
@@ -266,45 +262,3 @@ async def test_a_command_is_given_only_its_own_records_and_only_the_daemons(
     assert keys
     assert all(key.startswith("agent/") for key in keys)  # nothing of "other"
     assert [call["tool"] for call in handed["calls"]] == ["add"]  # not the running `block`
-
-
-_SPANS = InMemorySpanExporter()
-_SPANS_ADDED: list[bool] = []
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """The host's finished spans (another module may have set the SDK up already: join it)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    if not _SPANS_ADDED:
-        provider.add_span_processor(SimpleSpanProcessor(_SPANS))
-        _SPANS_ADDED.append(True)
-    _SPANS.clear()
-    yield _SPANS
-    _SPANS.clear()
-
-
-async def test_calls_answered_in_the_sandbox_are_shown_replayed_on_the_commands_span(
-    journal_path: Path, tmp_path: Path, spans: InMemorySpanExporter
-) -> None:
-    tools = Tools()
-    write_agent(tmp_path, [[("add", [1, 2])], [("add", [3, 4])]])
-    await interrupt(journal_path, tmp_path, tools)
-    spans.clear()
-    result = await enter(journal_path, tmp_path, tools, 2)
-    assert result.exit_code == 0, result.stderr
-    (command,) = [s for s in spans.get_finished_spans() if s.name == "toolbridge.command agent"]
-    replayed = [dict(e.attributes or {}) for e in command.events if e.name == "toolbridge.replayed"]
-    assert sorted(str(attributes["gen_ai.tool.call.id"]) for attributes in replayed) == _tool_keys(
-        journal_path, "add"
-    )
-    assert not [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]  # nothing ran
-
-
-def _tool_keys(journal: Path, name: str) -> list[str]:
-    with sqlite3.connect(journal) as db:
-        rows = db.execute("SELECT step_key FROM steps WHERE kind = 'tool' AND name = ?", (name,))
-        return sorted(key for (key,) in rows)
