@@ -3,7 +3,8 @@
 1. Host steps: N fresh ``step.run`` steps, then the same run entered again from a new bridge
    (journal preloaded from disk), every step answered from memory. Steps per second.
 2. Tool calls from a sandbox: N sequential calls made fresh, then made again by the re-run of
-   that interrupted command, every one answered from the journal. Calls per second.
+   that interrupted command, every one answered in the sandbox from the records the daemon
+   hands it (client-side replay). Calls per second.
 3. One durable call (journaled in SQLite) against the same call with ``journal=None``:
    p50 / p99 latency and calls per second with 32 concurrent callers.
 
@@ -57,10 +58,13 @@ async def tool_replay(work: Path, calls: int) -> dict[str, float]:
 
     tools = {"echo": lambda value: value, "block": block}
     argv = ["python3", str(CLIENTS / "replay_client.py"), str(calls)]
+    block_first = {"REPLAY_BLOCK": "1"}
 
     async def first() -> Any:
         async with Bridge(journal=journal) as bridge, bridge.run("calls") as step:
-            return await step.sandbox.commands.run("agent", [*argv, "1"], tools=tools, tool_options=UNLIMITED)
+            return await step.sandbox.commands.run(
+                "agent", argv, tools=tools, tool_options=UNLIMITED, env=block_first
+            )
 
     task = asyncio.create_task(first())
     await blocked.wait()
@@ -71,13 +75,9 @@ async def tool_replay(work: Path, calls: int) -> dict[str, float]:
         await task
     async with Bridge(journal=journal) as bridge:
         async with bridge.run("calls") as step:
-            replayed = await step.sandbox.commands.run(
-                "agent", [*argv, "0"], tools=tools, tool_options=UNLIMITED
-            )
+            replayed = await step.sandbox.commands.run("agent", argv, tools=tools, tool_options=UNLIMITED)
         async with bridge.run("calls-fresh") as step:
-            fresh = await step.sandbox.commands.run(
-                "agent", [*argv, "0"], tools=tools, tool_options=UNLIMITED
-            )
+            fresh = await step.sandbox.commands.run("agent", argv, tools=tools, tool_options=UNLIMITED)
     fresh_report, replay_report = json.loads(fresh.stdout), json.loads(replayed.stdout)
     return {"fresh": calls / fresh_report["seconds"], "replay": calls / replay_report["seconds"]}
 

@@ -18,7 +18,7 @@ from toolbridge._sandbox.runtime.node import (
 )
 
 CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
-DEPENDENCIES = ("@grpc/grpc-js", "@grpc/proto-loader", "typescript")
+DEPENDENCIES = ("@grpc/grpc-js", "typescript")
 
 
 def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
@@ -98,6 +98,9 @@ def test_the_node_path_holds_the_published_files_and_is_reused(
     changed, _ = build_node_path(cache)
     assert changed != node_path
     assert (changed / "inngest_tools" / "lib" / "client.js").read_text() == "// client, changed\n"
+    # The file was written in place: the directory built before still holds what it was
+    # built from (its files are copies, not links to the checkout's), for a daemon using it.
+    assert (package / "lib" / "client.js").read_text() == "// client\n"
     manifest = client / "node_modules" / "typescript" / "package.json"
     manifest.write_text(manifest.read_text().replace("1.0.0", "1.0.1"))
     assert build_node_path(cache)[0] not in (node_path, changed)

@@ -9,6 +9,7 @@ own span around a tool call with the API, parented on the ``TRACEPARENT`` it was
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -353,3 +354,52 @@ async def test_a_command_that_exits_non_zero_is_an_error_span(
     assert attributes["process.exit.code"] == 3
     assert attributes["error.type"] == "exit_code"
     assert command.status.status_code is StatusCode.ERROR
+
+
+async def test_calls_answered_in_a_rerun_sandbox_are_shown_replayed_on_its_commands_span(
+    journal_path: Path, tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """Client-side replay: the calls a re-run command answered from its records are still traced."""
+    (tmp_path / "agent.py").write_text(
+        "import asyncio, os\nfrom inngest_tools import tools\n"
+        "async def main():\n    await tools.add(1, 2)\n    await tools.add(3, 4)\n"
+        "    if os.environ['ENTRY'] == '1':\n        await tools.block()\n"
+        "asyncio.run(main())\n"
+    )
+    blocked = asyncio.Event()
+    ran: list[int] = []
+
+    async def block() -> None:
+        blocked.set()
+        await asyncio.Event().wait()
+
+    def add(a: int, b: int) -> int:
+        ran.append(a)
+        return a + b
+
+    async def enter(entry: str) -> Any:
+        async with Bridge(journal=journal_path) as bridge, bridge.run("traced-replay") as step:
+            return await step.sandbox.commands.run(
+                "agent",
+                "python3 agent.py",
+                tools={"add": add, "block": block},
+                cwd=tmp_path,
+                env={"ENTRY": entry},
+            )
+
+    first = asyncio.create_task(enter("1"))
+    await asyncio.wait_for(blocked.wait(), 30)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    spans.clear()
+    result = await enter("2")
+    assert result.exit_code == 0, result.stderr
+    assert ran == [1, 3]  # nothing ran again
+    (command,) = [s for s in spans.get_finished_spans() if s.name == "toolbridge.command agent"]
+    replayed = [dict(e.attributes or {}) for e in command.events if e.name == "toolbridge.replayed"]
+    assert sorted(str(attributes["gen_ai.tool.call.id"]).split("@")[0] for attributes in replayed) == [
+        "agent/add",
+        "agent/add",
+    ]
+    assert not [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]

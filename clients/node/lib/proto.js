@@ -1,23 +1,22 @@
 "use strict";
-// The one module that reads the contract: proto/toolbridge/v1/toolbridge.proto, a copy of the
-// repository's proto/ kept identical by scripts/gen_proto.py (whose --check fails on drift).
+// The one module that reads the contract: proto/toolbridge/v1/toolbridge.js, the table that
+// scripts/gen_proto.py generates from the repository's proto/ (its --check fails on drift),
+// encoded by lib/codec.js. Nothing is parsed at start: the table is plain static code.
 
-const path = require("node:path");
-const protoLoader = require("@grpc/proto-loader");
+const { Codec } = require("./codec");
+const contract = require("../proto/toolbridge/v1/toolbridge.js");
 
-const PROTO_FILE = path.join(__dirname, "..", "proto", "toolbridge", "v1", "toolbridge.proto");
 const SERVICE = "toolbridge.v1.ToolBridgeService";
-
-// keepCase: field names as in the .proto (snake_case), like the Python messages.
-// longs: Number: call ids are counters far below 2**53.
-// oneofs: a virtual field names the member set ("outcome", "answer").
-const LOADER_OPTIONS = { keepCase: true, longs: Number, enums: Number, defaults: true, oneofs: true };
 
 let definition;
 
-/** The package definition of the contract, loaded once. */
+/**
+ * The package definition of the contract, built once: what `grpc.loadPackageDefinition`
+ * takes. Decoded messages have proto-loader's shape with { keepCase, longs: Number,
+ * enums: Number, defaults: true, oneofs: true } (see lib/codec.js).
+ */
 function packageDefinition() {
-  definition ??= protoLoader.loadSync(PROTO_FILE, LOADER_OPTIONS);
+  definition ??= new Codec(contract).packageDefinition(contract);
   return definition;
 }
 
@@ -26,4 +25,4 @@ function methods() {
   return packageDefinition()[SERVICE];
 }
 
-module.exports = { methods, packageDefinition, PROTO_FILE };
+module.exports = { SERVICE, methods, packageDefinition };

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolbridge._calls.scope import CommandScope
+from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
 from toolbridge._durable import tracing
 from toolbridge._durable.identity import expect_kind, expect_step
@@ -185,6 +186,7 @@ async def execute_command(
         again (when it was run again after an interruption).
     """
     rec = run.steps.get(key)
+    rerun = rec is not None
     if rec is None:
         rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
     elif rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError":
@@ -208,20 +210,28 @@ async def execute_command(
         trace_context=span.context,
     )
     token, token_id = services.tokens.mint(scope)
+    environment = {**command_environment(services, token, env), **span.environment(env)}
+    environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
+    # Run again, the command answers its recorded calls itself (see _commands.replay).
+    replay = ClientReplay.prepare(run, key, set(tools), options) if rerun else None
+    if replay is not None:
+        scope.keys, scope.count_call = replay.keys(), replay.count_call
     spec = LaunchSpec(
         argv=argv,
-        env={**command_environment(services, token, env), **span.environment(env)},
+        env={**environment, **(replay.environment if replay else {})},
         cwd=cwd,
         timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
         output_limit=OUTPUT_LIMIT,
         read_only_paths=services.runtime.read_only_paths,
-        writable_paths=list(writable),
+        writable_paths=[*writable, *(replay.writable_paths if replay else [])],
         socket_dir=services.socket_dir,
     )
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
         outcome = await services.launcher.run(spec, scope.stop)
+        if replay is not None:
+            replay.finish(run, scope)  # what the sandbox answered itself was asked again
         span.finish(outcome.exit_code, outcome.stopped)
     except SandboxError as exc:
         span.fail(exc)
@@ -232,6 +242,8 @@ async def execute_command(
         forget()
         services.tokens.revoke(token_id)
         span.end()
+        if replay is not None:
+            replay.close()
     await run.check_lease()
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])

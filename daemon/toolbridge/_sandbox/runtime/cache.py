@@ -13,12 +13,23 @@ READY = "ready"
 
 
 def link_or_copy(source: Path, target: Path) -> None:
-    """Hard-link ``source`` to ``target`` where the file system allows, else copy it."""
+    """Hard-link ``source`` to ``target`` where the file system allows, else copy it.
+
+    Only for installed files, which an upgrade replaces with new ones: a file someone may
+    edit in place (a checkout's) is copied (:func:`copy`), or the edit would reach every
+    runtime already built from it, under the fingerprint of what it was.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+def copy(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` (a file that may be edited in place where it is)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
 
 
 def publish_once(cache_dir: Path, root: Path, build: Callable[[Path], None]) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from toolbridge._sandbox.runtime import npm
-from toolbridge._sandbox.runtime.cache import link_or_copy, publish_once
+from toolbridge._sandbox.runtime.cache import copy, link_or_copy, publish_once
 
 log = logging.getLogger("toolbridge")
 
@@ -124,6 +124,12 @@ def _sandbox_files(client: NodeClient) -> dict[Path, Path]:
     return files
 
 
+def _own_files(client: NodeClient) -> set[Path]:
+    """The client's own files in its copy: copied, not linked (it may be a checkout, edited in place)."""
+    published = npm.published_files(client.directory)
+    return {Path(PACKAGE) / path.relative_to(client.directory) for path in published}
+
+
 def _fingerprint(client: NodeClient) -> str:
     digest = hashlib.sha256(f"{NODE_RUNTIME_FORMAT}\0".encode())
     for path in npm.published_files(client.directory):
@@ -145,17 +151,19 @@ def _publish(
     root: Path,
     fill: Mapping[Path, Path | str],
     prepare: Callable[[Path], None] | None = None,
+    copied: set[Path] | None = None,
 ) -> None:
     """Build ``root`` from ``fill`` (target -> source file or text) once, atomically.
 
-    ``prepare`` runs on the filled directory before it is put in place.
+    ``prepare`` runs on the filled directory before it is put in place; targets in
+    ``copied`` are copied, the other files hard-linked where the file system allows.
     """
 
     def build(scratch: Path) -> None:
         for relative, source in fill.items():
             target = scratch / relative
             if isinstance(source, Path):
-                link_or_copy(source, target)
+                (copy if copied and relative in copied else link_or_copy)(source, target)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(source, encoding="utf-8")
@@ -218,7 +226,7 @@ def build_node_path(cache_dir: Path) -> tuple[Path, str | None]:
     root = cache_dir / f"node-{_fingerprint(client)}"
     if not (root / "ready").exists():
         fill: dict[Path, Path | str] = {Path(PACKAGE) / k: v for k, v in _sandbox_files(client).items()}
-        _publish(cache_dir, root, fill, prepare=_build_code_cache)
+        _publish(cache_dir, root, fill, prepare=_build_code_cache, copied=_own_files(client))
     return root, None
 
 

@@ -23,7 +23,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from toolbridge._sandbox.runtime.cache import link_or_copy, publish_once
+from toolbridge._sandbox.runtime.cache import copy, link_or_copy, publish_once
 from toolbridge._sandbox.runtime.node import build_node_path, node_environment
 
 RUNTIME_FORMAT = "2"  # 2: bytecode compiled at build time
@@ -127,7 +127,8 @@ def _fingerprint(client: Path, dependencies: list[importlib.metadata.Distributio
 def _populate(site: Path, client: Path, dependencies: list[importlib.metadata.Distribution]) -> None:
     for source in client.rglob("*"):
         if source.is_file() and "__pycache__" not in source.parts:
-            link_or_copy(source, site / CLIENT_PACKAGE / source.relative_to(client))
+            # The client may be an editable checkout: copied, never linked (see cache.copy).
+            copy(source, site / CLIENT_PACKAGE / source.relative_to(client))
     for dist in dependencies:
         for source, relative in _installed_files(dist):
             if source.is_file():
