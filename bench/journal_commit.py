@@ -23,7 +23,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from toolbridge._journal.commit import GroupCommit, Pending
+from toolbridge._journal.commit import GroupCommit, Pending, awaiting
 from toolbridge._journal.rows import STEP_COLUMNS, step_row
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
@@ -80,7 +80,7 @@ async def one_round(work: Path, writes: int) -> dict[str, dict[str, float]]:
             params = tuple(value for pending in batch for value in pending.params)
             await db.execute(f"INSERT INTO steps ({STEP_COLUMNS}) VALUES {rows} {_CONFLICT}", params)
 
-        commits = GroupCommit(one_statement)
+        commits = GroupCommit(awaiting(one_statement))
 
         async def grouped(rec: StepRecord) -> None:
             await commits.add("step", (rec.run_id, rec.key), step_row(rec))
