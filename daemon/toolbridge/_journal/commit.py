@@ -47,6 +47,7 @@ class GroupCommit:
     def __init__(self, execute: Executor) -> None:
         self._execute = execute
         self._pending: dict[tuple[str, Hashable], Pending] = {}
+        self._committing: dict[tuple[str, Hashable], Pending] = {}  # the batch being committed
         self._flusher: asyncio.Task[None] | None = None
 
     def add(self, kind: str, key: Hashable, params: Any) -> asyncio.Future[Any]:
@@ -67,9 +68,19 @@ class GroupCommit:
             self._flusher = loop.create_task(self._flush())
         return waiter
 
+    def latest(self, kind: str, key: Hashable) -> Any | None:
+        """The parameters of the last write of ``kind`` and ``key`` not yet committed, if any.
+
+        A reader that looks here first reads its own writes: a step written a moment ago reads
+        back as written, whether or not its batch has committed yet.
+        """
+        pending = self._pending.get((kind, key)) or self._committing.get((kind, key))
+        return None if pending is None else pending.params
+
     async def _flush(self) -> None:
         while self._pending:
-            batch, self._pending = list(self._pending.values()), {}
+            self._committing, self._pending = self._pending, {}
+            batch = list(self._committing.values())
             try:
                 await self._execute(batch)
             except Exception as exc:
@@ -80,8 +91,10 @@ class GroupCommit:
             except BaseException:
                 for pending in batch:
                     pending.error = JournalError("the journal was closed while the write waited")
+                self._committing = {}
                 _settle(batch)
                 raise
+            self._committing = {}
             _settle(batch)
 
     async def drain(self) -> None:
