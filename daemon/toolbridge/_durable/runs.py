@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge._durable import tracing
-from toolbridge._durable.runstate import RECORDS_KEPT, RunState
+from toolbridge._durable.runstate import RunState
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
@@ -85,8 +85,8 @@ class Runs:
         state = self._open.get(run_id)
         if state is None:
             asked = time.monotonic()
-            recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=RECORDS_KEPT)
             loaded = RunState(run_id, self._journal, self._background)
+            recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
             await loaded.load(recorded)  # complete before anyone can ask it for a step
             state = self._open.get(run_id)
             if state is None:

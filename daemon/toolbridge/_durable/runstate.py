@@ -59,7 +59,8 @@ class RunState:
     :meth:`load`, from what entering the run returned.
 
     Args:
-        keep: Finished records kept in memory (the most recently used).
+        keep: Finished records kept in memory (the most recently used); :data:`RECORDS_KEPT`
+            by default.
     """
 
     def __init__(
@@ -68,8 +69,9 @@ class RunState:
         journal: Journal,
         background: set[asyncio.Future[Any]] | None = None,
         *,
-        keep: int = RECORDS_KEPT,
+        keep: int | None = None,
     ) -> None:
+        keep = RECORDS_KEPT if keep is None else keep
         if keep < 1:
             raise ValueError(f"a run keeps at least one record in memory, not {keep}")
         self.run_id = run_id
@@ -83,7 +85,8 @@ class RunState:
         self._done: OrderedDict[str, StepRecord] = OrderedDict()  # finished, least recent first
         self._recorded = KeyFilter()  # every key the journal may hold for the run
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-        # Counters that asked for a key whose step is not started yet (see KeyCounter).
+        # Counters that gave out a key whose step they have not been told the number of yet:
+        # not claimed yet, or not started yet (see KeyCounter).
         self._askers: dict[str, list[KeyCounter]] = {}
         # Steps numbered up to ``_entered_seq`` were recorded before the run was entered;
         # those asked for since are in ``_claimed``. Recorded children of a re-run parent that
@@ -112,7 +115,7 @@ class RunState:
             self._recorded.add(rec.key)
             self._entered_seq = max(self._entered_seq, rec.seq)
             self._remember(rec)
-        if len(recorded) >= self._keep:
+        if len(recorded) >= self._keep:  # there may be more
             while True:
                 page = await self.journal.step_keys(self.run_id, after=self._entered_seq, limit=PAGE)
                 for seq, key in page:
@@ -179,10 +182,15 @@ class RunState:
         rec = await self.lookup(key)
         if rec is None:
             if by is not None:  # told the step's number when it starts (new_step)
-                self._askers.setdefault(key, []).append(by)
+                self.given(key, by)
             return None
         if by is not None:
             by.asked.add(rec.seq)
+            askers = self._askers.get(key)
+            if askers is not None and by in askers:
+                askers.remove(by)
+                if not askers:
+                    del self._askers[key]
         if rec.seq <= self._entered_seq:
             self._claimed.add(rec.seq)
         if not rec.done:
@@ -191,6 +199,16 @@ class RunState:
             rec.stale = False
             self.journal.write(rec)
         return rec
+
+    def given(self, key: str, counter: KeyCounter) -> None:
+        """Note that ``counter`` gave out ``key``: it learns the step's number when there is one."""
+        askers = self._askers.setdefault(key, [])
+        if counter not in askers:
+            askers.append(counter)
+
+    def gave(self, key: str, counter: KeyCounter) -> bool:
+        """Whether ``counter`` gave out ``key`` and has not learnt its step's number yet."""
+        return counter in self._askers.get(key, ())
 
     def hold(self, rec: StepRecord) -> None:
         """Keep ``rec`` in memory until the work on its key ends (it runs, or runs again)."""
@@ -234,6 +252,11 @@ class RunState:
         if rec is not None and rec.done:
             del self._live[key]
             self._remember(rec)
+
+    @property
+    def keep(self) -> int:
+        """Finished records the run keeps in memory."""
+        return self._keep
 
     @property
     def in_memory(self) -> int:
@@ -310,9 +333,9 @@ class KeyCounter:
     0 at once, without a disk read.
     """
 
-    def __init__(self, run: RunState, *, keep: int = COUNTS_KEPT) -> None:
+    def __init__(self, run: RunState, *, keep: int | None = None) -> None:
         self._run = run
-        self._keep = keep
+        self._keep = COUNTS_KEPT if keep is None else keep
         self._counts: OrderedDict[str, int] = OrderedDict()
         self.asked = SeqSet()  # the numbers of the steps this counter's keys were given
 
@@ -326,7 +349,9 @@ class KeyCounter:
         self._counts[base] = count
         if len(self._counts) > self._keep:
             self._counts.popitem(last=False)
-        return base if count == 1 else f"{base}#{count}"
+        key = base if count == 1 else f"{base}#{count}"
+        self._run.given(key, self)  # counted as given from now on, claimed or not
+        return key
 
     async def _recount(self, base: str) -> int:
         # The keys given to this counter are base, base#2, ... base#count: "given" holds up to
@@ -347,7 +372,7 @@ class KeyCounter:
     async def _given(self, base: str, count: int) -> bool:
         """Whether this counter gave out the ``count``-th key of ``base``."""
         key = base if count == 1 else f"{base}#{count}"
-        if self in self._run._askers.get(key, ()):  # given, its step not started yet
+        if self._run.gave(key, self):  # given, its step not claimed or started yet
             return True
         rec = await self._run.lookup(key)
         return rec is not None and rec.seq in self.asked
