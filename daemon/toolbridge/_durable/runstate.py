@@ -83,7 +83,10 @@ class RunState:
         self._keep = keep
         self._live: dict[str, StepRecord] = {}  # running, or worked on: held until done
         self._done: OrderedDict[str, StepRecord] = OrderedDict()  # finished, least recent first
-        self._recorded = KeyFilter()  # every key the journal may hold for the run
+        # Every key the journal may hold for the run that is not in memory: those recorded
+        # before the run was entered, and those that left memory since.
+        self._recorded = KeyFilter()
+        self._absent: str | None = None  # the last key found not recorded (asked twice in a row)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         # Counters that gave out a key whose step they have not been told the number of yet:
         # not claimed yet, or not started yet (see KeyCounter).
@@ -164,8 +167,11 @@ class RunState:
     async def lookup(self, key: str) -> StepRecord | None:
         """The record of ``key``: from memory, else from the journal if it may be there."""
         rec = self.record(key)
-        if rec is not None or key not in self._recorded:
+        if rec is not None or key == self._absent:
             return rec
+        if key not in self._recorded:
+            self._absent = key  # a fresh call's key is looked up twice: counted, then claimed
+            return None
         read = await self.journal.load_step(self.run_id, key)
         self.reads += 1
         rec = self.record(key)  # recorded here while we read: that one is the newer
@@ -229,7 +235,7 @@ class RunState:
             input_json=input_json,
         )
         self.hold(rec)
-        self._recorded.add(key)
+        self._absent = None  # (its key joins the filter once it leaves memory)
         for counter in self._askers.pop(key, ()):
             counter.asked.add(rec.seq)
         return rec
@@ -242,7 +248,8 @@ class RunState:
         self._done[rec.key] = rec
         self._done.move_to_end(rec.key)
         while len(self._done) > self._keep:
-            self._done.popitem(last=False)  # its key stays in the filter: read back when asked
+            key, _ = self._done.popitem(last=False)
+            self._recorded.add(key)  # out of memory, into the filter: asked again, it is read back
 
     def _finished(self, key: str) -> None:
         """The work on ``key`` ended: a finished record joins the bounded part."""
