@@ -8,12 +8,15 @@ the run holds only what replay needs to answer at once:
   on them holds them too;
 - the :data:`RECORDS_KEPT` most recently used finished records (a replay of a short run, or
   a retried call, never waits on the disk);
-- a :class:`KeyFilter` of every key the run may have recorded, a few bytes each: a fresh key
-  (almost always) is known to be new without a disk read; a key that may exist and is not
-  in memory is read from the journal (``load_step``);
+- a :class:`KeyFilter` of the keys the journal holds and memory does not (recorded before
+  the run was entered, or let go of since), a few bytes each: a fresh key is known to be new
+  without a disk read (all but one in a thousand); a key that may exist is read from the
+  journal (``load_step``), which answers with its last write even before that commits;
 - which of the steps recorded before the run was entered were asked for again, one bit each
   (:class:`SeqSet`), so that those nobody asked for can be marked stale by a journal query
-  over the parent's children.
+  over the parent's children;
+- per :class:`KeyCounter`, the :data:`COUNTS_KEPT` most recent occurrence counts, and the
+  numbers of the steps it was given (a bit each), to count an older id again exactly.
 
 Entering a run reads its first :data:`RECORDS_KEPT` steps and the keys of the others, a page
 at a time: a run of a million steps is never loaded whole.
@@ -114,11 +117,10 @@ class RunState:
         ``recorded`` is the run's first steps, as entering it returned them (``enter_run``
         with ``limit=keep``); when there may be more, their keys are read a page at a time.
         """
-        for rec in recorded:
-            self._recorded.add(rec.key)
+        for rec in recorded:  # in memory: their keys join the filter if they leave it
             self._entered_seq = max(self._entered_seq, rec.seq)
             self._remember(rec)
-        if len(recorded) >= self._keep:  # there may be more
+        if len(recorded) >= self._keep:  # there may be more: only their keys, a page at a time
             while True:
                 page = await self.journal.step_keys(self.run_id, after=self._entered_seq, limit=PAGE)
                 for seq, key in page:
