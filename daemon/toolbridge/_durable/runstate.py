@@ -4,10 +4,10 @@ A run may be long (a sidecar token's million calls, a host looping on ``Bridge.c
 so its memory must not grow with it, nor the cost of a call. The journal holds every step;
 the run holds only what replay needs to answer at once:
 
-- the records being worked on (running, or in flight): never let go, since the code working
-  on them holds them too;
-- the :data:`RECORDS_KEPT` most recently used finished records (a replay of a short run, or
-  a retried call, never waits on the disk);
+- the records being worked on (in flight, or left running by work that ended without an
+  outcome): never let go, since the code working on them holds them too;
+- the :data:`RECORDS_KEPT` most recently used other records (a replay of a short run, or a
+  retried call, never waits on the disk);
 - a :class:`KeyFilter` of the keys the journal holds and memory does not (recorded before
   the run was entered, or let go of since), a few bytes each: a fresh key is known to be new
   without a disk read (all but one in a thousand); a key that may exist is read from the
@@ -84,8 +84,8 @@ class RunState:
         self._background = background if background is not None else set()
         self.entries = 0
         self._keep = keep
-        self._live: dict[str, StepRecord] = {}  # running, or worked on: held until done
-        self._done: OrderedDict[str, StepRecord] = OrderedDict()  # finished, least recent first
+        self._live: dict[str, StepRecord] = {}  # worked on: held until the work ends
+        self._done: OrderedDict[str, StepRecord] = OrderedDict()  # the others, least recent first
         # Every key the journal may hold for the run that is not in memory: those recorded
         # before the run was entered, and those that left memory since.
         self._recorded = KeyFilter()
@@ -243,10 +243,11 @@ class RunState:
         return rec
 
     def _remember(self, rec: StepRecord) -> None:
-        """Keep a record read from the journal: in the bounded part, unless it still runs."""
-        if not rec.done:
-            self._live[rec.key] = rec
-            return
+        """Keep a record in the bounded part (one read from the journal, or whose work ended).
+
+        A record read back that is still running (interrupted) stays there too: nothing works
+        on it until it is claimed, which holds it.
+        """
         self._done[rec.key] = rec
         self._done.move_to_end(rec.key)
         while len(self._done) > self._keep:
