@@ -185,7 +185,7 @@ async def _run_lean_step(
     none (a plain callable).
     """
     run = scope.run
-    if run.record(key) is not None:  # recorded while we waited to start: the general path decides
+    if await run.take(key) is not None:  # recorded while we waited to start: the general path decides
         return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
     _failpoints.hit("before_step_started")
     rec = run.new_step(
@@ -243,7 +243,7 @@ async def _run_tool_step(
 ) -> CallOutcome:
     run = scope.run
     journal = run.journal
-    rec = run.record(key)
+    rec = await run.take(key)
     if rec is not None and rec.done:  # finished while we waited to start
         return _outcome(rec, replayed=True)
     _failpoints.hit("before_step_started")

@@ -208,6 +208,15 @@ class RunState:
             self.journal.write(rec)
         return rec
 
+    async def take(self, key: str) -> StepRecord | None:
+        """The record of ``key`` for the work on it: a record not finished is held in memory
+        until that work ends (see :meth:`single_flight`). ``None`` when there is none.
+        """
+        rec = await self.lookup(key)
+        if rec is not None and not rec.done:
+            self.hold(rec)
+        return rec
+
     def given(self, key: str, counter: KeyCounter) -> None:
         """Note that ``counter`` gave out ``key``: it learns the step's number when there is one."""
         askers = self._askers.setdefault(key, [])

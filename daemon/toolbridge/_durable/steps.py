@@ -84,7 +84,9 @@ class Steps:
 
         async def work() -> Any:
             run = self._run
-            current = run.record(key)
+            current = await run.take(key)
+            if current is not None and current.done:  # finished while we waited to start
+                return _recorded_value(expect_step(current, kind, identity), step_id)
             if current is not None:
                 expect_step(current, kind, identity)  # an interrupted step resumes as itself
             else:
