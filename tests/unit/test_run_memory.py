@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from toolbridge import Bridge, CommandResult, ToolContext, ToolOptions, tool
-from toolbridge._durable import runstate
+from toolbridge._durable import keycounter, runstate
+from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.keyfilter import FALSE_MAYBE, KeyFilter
 from toolbridge._durable.runs import Runs
-from toolbridge._durable.runstate import KeyCounter
 from toolbridge._durable.seqset import SPARSE_LIMIT, SeqSet
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
@@ -41,7 +41,7 @@ def records_alive() -> int:
 def small_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs keep 8 finished records and counters 4 counts: a few calls are enough to evict."""
     monkeypatch.setattr(runstate, "RECORDS_KEPT", 8)
-    monkeypatch.setattr(runstate, "COUNTS_KEPT", 4)
+    monkeypatch.setattr(keycounter, "COUNTS_KEPT", 4)
 
 
 # --- the compact parts -----------------------------------------------------------------------
@@ -103,7 +103,7 @@ async def test_a_run_of_50k_steps_holds_a_bounded_part_of_them(journal_path: Pat
         assert records_alive() <= runstate.RECORDS_KEPT
         assert run.reads <= 50_000 * FALSE_MAYBE * 3  # fresh steps all but never read the disk
         assert run.nbytes <= 4 * 50_000  # the key filter: a few bytes a step
-        assert len(counter._counts) == runstate.COUNTS_KEPT
+        assert len(counter._counts) == keycounter.COUNTS_KEPT
         assert counter.asked.nbytes <= 1.5 * 50_000 / 8 + 16
         # What left memory is still the run's: the first step reads back as recorded.
         first = await run.claim("sidecar/lookup@00000000", by=KeyCounter(run))

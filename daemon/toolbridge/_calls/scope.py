@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from opentelemetry.context import Context
 
 from toolbridge._calls.hub import ApprovalHub
-from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import StopSignal

@@ -11,7 +11,8 @@ from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.identity import expect_step, function_name
-from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.runstate import RunState
 from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
