@@ -20,4 +20,4 @@ class Step(Steps):
 
     def __init__(self, services: Services, run: RunState) -> None:
         super().__init__(services.events, run, None, ToolOptions())
-        self.sandbox: Sandbox = Sandbox(services, run, self._key)
+        self.sandbox: Sandbox = Sandbox(services, run, self._claim)

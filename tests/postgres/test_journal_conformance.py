@@ -80,6 +80,56 @@ async def test_the_last_snapshot_of_a_step_wins(opened: Opener) -> None:
         assert (loaded.status, loaded.attempts, loaded.output_json) == ("completed", 3, '"ok"')
 
 
+async def test_a_long_run_is_read_a_page_at_a_time(opened: Opener) -> None:
+    async with opened() as journal:
+        await journal.enter_run("r", lease=30)
+        children = [step("r", f"agent/c{n}", n + 2, parent_key="agent", stale=n % 4 == 3) for n in range(10)]
+        top = [step("r", "agent", 1), step("r", "other", 12), *children]
+        await asyncio.gather(*(journal.write(rec) for rec in top))
+    async with opened() as journal:
+        first = await journal.enter_run("r", lease=30, limit=3)
+        assert [rec.seq for rec in first] == [1, 2, 3]
+        assert [rec.seq for rec in await journal.load_steps("r", after=3, limit=4)] == [4, 5, 6, 7]
+        assert await journal.step_keys("r", after=9, limit=10) == [
+            (10, "agent/c8"),
+            (11, "agent/c9"),
+            (12, "other"),
+        ]
+        # A parent's children not marked stale, in order, within the numbers asked for.
+        assert await journal.child_keys("r", "agent", after=2, through=8, limit=10) == [
+            (3, "agent/c1"),
+            (4, "agent/c2"),
+            (6, "agent/c4"),
+            (7, "agent/c5"),
+            (8, "agent/c6"),
+        ]
+        assert await journal.child_keys("r", None, through=100, limit=1) == [(1, "agent")]
+        assert await journal.child_keys("r", None, after=1, through=100, limit=10) == [(12, "other")]
+        assert await journal.load_step("r", "missing") is None
+        loaded = await journal.load_step("r", "agent/c3")
+        assert loaded is not None
+        assert (loaded.seq, loaded.parent_key, loaded.stale) == (5, "agent", True)
+
+
+async def test_a_step_reads_back_as_last_written_before_its_commit(opened: Opener) -> None:
+    async with opened() as journal:
+        await journal.enter_run("r", lease=30)
+        rec = step("r", "a", 1)
+        await journal.write(rec)
+        rec.complete('"done"')
+        written = journal.write(rec)  # queued: not committed yet
+        queued = await journal.load_step("r", "a")
+        await written
+        committed = await journal.load_step("r", "a")
+    assert queued is not None
+    assert committed is not None
+    assert (
+        (queued.status, queued.output_json)
+        == (committed.status, committed.output_json)
+        == ("completed", '"done"')
+    )
+
+
 async def test_a_run_is_listed_with_its_owner_lease_and_entries(opened: Opener) -> None:
     async with opened(owner="host-a:1:aa") as journal:
         before = now()

@@ -131,9 +131,9 @@ async def _call_tool(
         )
     input_json = _call_input(positional, named)
     prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
-    key = scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
+    key = await scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
     run = scope.run
-    recorded = run.claim(key)
+    recorded = await run.claim(key, by=scope.keys)
     if recorded is not None and recorded.done:
         tracing.replayed(recorded, scope.trace_context)
         return _outcome(recorded, replayed=True)
@@ -155,7 +155,7 @@ async def _call_tool(
                 outcome = await _run_tool_step(
                     scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
                 )
-            span.finish(run.steps.get(key), outcome.error, outcome.result_json)
+            span.finish(run.record(key), outcome.error, outcome.result_json)
         return outcome
 
     return await run.single_flight(key, work, shield=True, detached=detached)
@@ -191,7 +191,7 @@ async def _run_lean_step(
     none (a plain callable).
     """
     run = scope.run
-    if key in run.steps:  # recorded while we waited to start: the general path decides
+    if await run.take(key) is not None:  # recorded while we waited to start: the general path decides
         return await _run_tool_step(scope, tool, tool_name, key, input_json, positional, named, named_json)
     _failpoints.hit("before_step_started")
     rec = run.new_step(
@@ -249,7 +249,7 @@ async def _run_tool_step(
 ) -> CallOutcome:
     run = scope.run
     journal = run.journal
-    rec = run.steps.get(key)
+    rec = await run.take(key)
     if rec is not None and rec.done:  # finished while we waited to start
         return _outcome(rec, replayed=True)
     _failpoints.hit("before_step_started")
@@ -301,11 +301,9 @@ async def _run_tool_step(
             tool_name=tool_name,
             step=scope.steps_factory(run, key, scope.options),
         )
-        if tool.kind == "group":
-            run.executed_parents.add(key)
         value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
         if tool.kind == "group":
-            run.mark_stale(key)
+            await run.mark_stale(key)
         return value
 
     try:

@@ -9,7 +9,8 @@ from opentelemetry.context import Context
 
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.pacing import TokenBucket
-from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import StepsFactory
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import StopSignal
@@ -37,8 +38,11 @@ class CommandScope:
     in_flight: int = 0  # calls being answered now (see _calls.limits)
     streams: int = 0  # CallToolStream streams open now (see _calls.limits)
     bucket: TokenBucket | None = None  # the command's pace, made at its first call (see _calls.limits)
-    keys: KeyCounter = field(default_factory=KeyCounter)
+    keys: KeyCounter = field(init=False)  # the occurrence counts of this scope's calls
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.
     count_call: Callable[[CommandScope], Awaitable[bool]] | None = None
     trace_context: Context | None = None  # the command's span: the parent of calls that carry none
+
+    def __post_init__(self) -> None:
+        self.keys = KeyCounter(self.run)

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from toolbridge._commands.services import Services, command_environment
 from toolbridge._durable import tracing
 from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import RunWaiting, SandboxError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
@@ -72,10 +73,10 @@ def _argv(command: str | Sequence[str]) -> list[str]:
 class Commands:
     """``step.sandbox.commands``: run a command whose code may call tools."""
 
-    def __init__(self, services: Services, run: RunState, key_for: Callable[[str], str]) -> None:
+    def __init__(self, services: Services, run: RunState, claim: ClaimStep) -> None:
         self._services = services
         self._run = run
-        self._key_for = key_for
+        self._claim = claim
 
     async def run(
         self,
@@ -119,8 +120,7 @@ class Commands:
         # A relative cwd means the host's current directory's, under every launcher (bwrap
         # changes directory inside its own mount namespace, where a relative path means nothing).
         work_dir = Path.cwd() / cwd if cwd is not None else Path.cwd()
-        key = self._key_for(name)
-        rec = self._run.claim(key)
+        key, rec = await self._claim(name)
         identity = {"argv": argv, "tools": sorted(tool_map)}
         if rec is not None and rec.status == "completed":
             recorded = json.loads(expect_step(rec, "command", identity).output_json or "{}")
@@ -185,7 +185,7 @@ async def execute_command(
         The step, how the process ended, and the keys of recorded calls it did not make
         again (when it was run again after an interruption).
     """
-    rec = run.steps.get(key)
+    rec = await run.lookup(key)
     rerun = rec is not None
     if rec is None:
         rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
@@ -196,9 +196,9 @@ async def execute_command(
     else:
         expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
         rec.status, rec.error, rec.finished_at = "running", None, None
+    run.hold(rec)  # it runs again: in memory until its work ends
     rec.attempts += 1
     run.journal.write(rec)
-    run.executed_parents.add(key)
     span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
     scope = CommandScope(
         run=run,
@@ -213,9 +213,9 @@ async def execute_command(
     environment = {**command_environment(services, token, env), **span.environment(env)}
     environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
     # Run again, the command answers its recorded calls itself (see _commands.replay).
-    replay = ClientReplay.prepare(run, key, set(tools), options) if rerun else None
+    replay = await ClientReplay.prepare(run, key, set(tools), options) if rerun else None
     if replay is not None:
-        scope.keys, scope.count_call = replay.keys(), replay.count_call
+        scope.keys, scope.count_call = replay.keys(run), replay.count_call
     spec = LaunchSpec(
         argv=argv,
         env={**environment, **(replay.environment if replay else {})},
@@ -231,7 +231,7 @@ async def execute_command(
     try:
         outcome = await services.launcher.run(spec, scope.stop)
         if replay is not None:
-            replay.finish(run, scope)  # what the sandbox answered itself was asked again
+            await replay.finish(run, scope)  # what the sandbox answered itself was asked again
         span.finish(outcome.exit_code, outcome.stopped)
     except SandboxError as exc:
         span.fail(exc)
@@ -248,7 +248,7 @@ async def execute_command(
     if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
         pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
         raise RunWaiting(run.run_id, pending)
-    stale = run.mark_stale(key)
+    stale = await run.mark_stale(key)
     if stale:
         log.warning("command %r ran again without asking for %d recorded call(s): %s", key, len(stale), stale)
     return rec, outcome, stale

@@ -41,13 +41,15 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import tracing
-from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.runstate import PAGE, RunState
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 
@@ -73,11 +75,20 @@ class _Entry:
     records: list[StepRecord]  # occurrence n is records[n - 1]
 
 
-def _entries(run: RunState, command_key: str, tools: set[str]) -> list[_Entry]:
+async def _recorded(run: RunState) -> AsyncIterator[StepRecord]:
+    """The run's recorded steps, a page at a time from the journal (a run may hold millions)."""
+    after = 0
+    while page := await run.journal.load_steps(run.run_id, after=after, limit=PAGE):
+        for rec in page:
+            yield run.record(rec.key) or rec  # the one in memory is the newer
+        after = page[-1].seq
+
+
+async def _entries(run: RunState, command_key: str, tools: set[str]) -> list[_Entry]:
     """The recorded calls of ``command_key`` to hand out: per base key, its done prefix."""
     by_base: dict[str, dict[int, StepRecord]] = {}
     prefix = f"{command_key}/"
-    for rec in run.steps.values():
+    async for rec in _recorded(run):
         if rec.parent_key != command_key or rec.kind != "tool" or not rec.key.startswith(prefix):
             continue
         match = _CALL_KEY.fullmatch(rec.key[len(prefix) :])
@@ -113,15 +124,15 @@ def _answer(rec: StepRecord) -> dict[str, Any]:
 class _ReplayKeys(KeyCounter):
     """Step keys for the calls that reach the daemon, taking recorded occurrences as clients do."""
 
-    def __init__(self, replay: ClientReplay) -> None:
-        super().__init__()
+    def __init__(self, replay: ClientReplay, run: RunState) -> None:
+        super().__init__(run)
         self._replay = replay
         self._next: dict[str, int] = {}
 
-    def key(self, base: str) -> str:
+    async def key(self, base: str) -> str:
         index = self._replay.index.get(base)
         if index is None:
-            return super().key(base)
+            return await super().key(base)
         entry = self._replay.entries[index]
         occurrence = self._next.get(base, 1)
         # A recorded occurrence is the daemon's only if no client took it first.
@@ -141,11 +152,11 @@ class ClientReplay:
     taken_here: set[str] = field(default_factory=set)  # occurrences the daemon took itself
 
     @classmethod
-    def prepare(
+    async def prepare(
         cls, run: RunState, command_key: str, tools: set[str], options: ToolOptions
     ) -> ClientReplay | None:
         """Write the records file for a command about to run again; ``None`` if nothing to hand out."""
-        entries = _entries(run, command_key, tools)
+        entries = await _entries(run, command_key, tools)
         if not entries:
             return None
         directory = Path(tempfile.mkdtemp(prefix="toolbridge-replay-", dir=_scratch_parent()))
@@ -185,8 +196,8 @@ class ClientReplay:
     def handed_out(self) -> int:
         return sum(len(entry.records) for entry in self.entries)
 
-    def keys(self) -> KeyCounter:
-        return _ReplayKeys(self)
+    def keys(self, run: RunState) -> KeyCounter:
+        return _ReplayKeys(self, run)
 
     def take(self, index: int, occurrence: int) -> bool:
         """Take a recorded occurrence for the daemon; False if a client took it first."""
@@ -217,10 +228,10 @@ class ClientReplay:
             return True  # within budget whatever the sandbox answered: no need to look
         return scope.calls + len(self.answered_in_sandbox()) <= scope.options.max_calls
 
-    def finish(self, run: RunState, scope: CommandScope) -> None:
+    async def finish(self, run: RunState, scope: CommandScope) -> None:
         """Tell the run which recorded calls were asked again in the sandbox (before its span ends)."""
         for rec in self.answered_in_sandbox():
-            run.claim(rec.key)
+            await run.claim(rec.key)
             tracing.replayed(rec, scope.trace_context)
 
     def close(self) -> None:

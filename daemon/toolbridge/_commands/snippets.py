@@ -11,7 +11,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from toolbridge._commands.commands import Commands, execute_command
 from toolbridge._commands.services import Services
 from toolbridge._durable.identity import expect_step
 from toolbridge._durable.runstate import RunState
+from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import SandboxError, SnippetError
 from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
@@ -36,11 +37,11 @@ STDERR_TAIL = 4000
 class Sandbox:
     """``step.sandbox``: commands, and snippets with ``tools`` already defined."""
 
-    def __init__(self, services: Services, run: RunState, key_for: Callable[[str], str]) -> None:
+    def __init__(self, services: Services, run: RunState, claim: ClaimStep) -> None:
         self._services = services
         self._run = run
-        self._key_for = key_for
-        self.commands = Commands(services, run, key_for)
+        self._claim = claim
+        self.commands = Commands(services, run, claim)
 
     async def python(
         self,
@@ -128,8 +129,7 @@ class Sandbox:
         tool_map = to_tools(tools or {})
         output_schema = schema_from(output)
         options = tool_options or ToolOptions()
-        key = self._key_for(step_id)
-        rec = self._run.claim(key)
+        key, rec = await self._claim(step_id)
 
         def result(step: StepRecord) -> Any:
             if step.status == "failed":

@@ -85,10 +85,12 @@ class Runs:
         state = self._open.get(run_id)
         if state is None:
             asked = time.monotonic()
-            recorded = await self._journal.enter_run(run_id, lease=self._lease)
+            loaded = RunState(run_id, self._journal, self._background)
+            recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
+            await loaded.load(recorded)  # complete before anyone can ask it for a step
             state = self._open.get(run_id)
             if state is None:
-                state = self._open[run_id] = RunState(run_id, recorded, self._journal, self._background)
+                state = self._open[run_id] = loaded
                 state.lease_deadline = asked + self._lease
                 state.renew = functools.partial(self._renew_once, state)
             if run_id not in self._renewals:
@@ -99,7 +101,7 @@ class Runs:
         # run under this one (an MCP retry arriving as the call it retries finishes).
         state.entries += 1
         try:
-            await self._journal.enter_run(run_id, lease=self._lease)
+            await self._journal.enter_run(run_id, lease=self._lease, limit=0)  # its steps are here
         except BaseException:
             state.entries -= 1
             raise
@@ -164,7 +166,8 @@ class Runs:
 
         A block that raises ``RunWaiting`` leaves the run open for the next entry (a call
         waits on a person); any other exception records the run as failed; a block that
-        ends marks the steps nobody asked for again as stale and records it as completed.
+        ends records it as completed, and when it was the run's last entry, marks the steps
+        that nobody asked for again as stale (other entries may still ask for them).
         """
         span = tracing.run_trace(run_id)
         try:
@@ -178,7 +181,11 @@ class Runs:
                 await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
                 raise
             else:
-                state.mark_stale(None)
+                if state.entries == 1:
+                    try:
+                        await state.mark_stale(None)
+                    except JournalError as exc:  # bookkeeping: the run's work is done all the same
+                        log.warning("could not mark the steps of run %r not asked for: %s", run_id, exc)
                 await self.leave(state, "completed")
         except Exception as exc:
             span.fail(exc)

@@ -1,4 +1,27 @@
-"""A run's memory while it executes: its recorded steps, keys, and calls in flight."""
+"""A run's memory while it executes: a bounded part of its steps, what was asked, calls in flight.
+
+A run may be long (a sidecar token's million calls, a host looping on ``Bridge.call_tool``),
+so its memory must not grow with it, nor the cost of a call. The journal holds every step;
+the run holds only what replay needs to answer at once:
+
+- the records being worked on (in flight, or left running by work that ended without an
+  outcome): never let go, since the code working on them holds them too;
+- the :data:`RECORDS_KEPT` most recently used other records (a replay of a short run, or a
+  retried call, never waits on the disk);
+- a :class:`KeyFilter` of the keys the journal holds and memory does not (recorded before
+  the run was entered, or let go of since), a few bytes each: a fresh key is known to be new
+  without a disk read (all but one in a thousand); a key that may exist is read from the
+  journal (``load_step``), which answers with its last write even before that commits;
+- which of the steps recorded before the run was entered were asked for again, one bit each
+  (:class:`SeqSet`), so that those nobody asked for can be marked stale by a journal query
+  over the parent's children;
+- per :class:`~toolbridge._durable.keycounter.KeyCounter`, its most recent occurrence
+  counts, and the numbers of the steps it was given (a bit each), to count an older id
+  again exactly.
+
+Entering a run reads its first :data:`RECORDS_KEPT` steps and the keys of the others, a page
+at a time: a run of a million steps is never loaded whole.
+"""
 
 from __future__ import annotations
 
@@ -6,46 +29,79 @@ import asyncio
 import itertools
 import math
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolbridge._durable.keyfilter import KeyFilter
+from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
 from toolbridge._errors import RunLeaseLostError
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
 
+if TYPE_CHECKING:  # a counter asks its run; the run only tells it the numbers of its steps
+    from toolbridge._durable.keycounter import KeyCounter
+
+__all__ = ["RECORDS_KEPT", "RunState"]
+
 T = TypeVar("T")
+
+RECORDS_KEPT = 1024
+"""Finished records a run keeps in memory (the most recently used); the others are read back."""
+
+PAGE = 10_000
+"""Keys read from the journal at a time (entering a run, marking steps stale)."""
 
 
 class RunState:
-    """The recorded steps of one run, preloaded so that replay never waits on the disk.
+    """The steps of one run as far as it executes here: some in memory, the rest in the journal.
 
     One ``RunState`` is shared by every live entry of the same run id in a bridge, so two
-    calls with the same step key at the same time run once (single flight).
+    calls with the same step key at the same time run once (single flight). Build it with
+    :meth:`load`, from what entering the run returned.
+
+    Args:
+        keep: Finished records kept in memory (the most recently used); :data:`RECORDS_KEPT`
+            by default.
     """
 
     def __init__(
         self,
         run_id: str,
-        recorded: list[StepRecord],
         journal: Journal,
         background: set[asyncio.Future[Any]] | None = None,
+        *,
+        keep: int | None = None,
     ) -> None:
+        keep = RECORDS_KEPT if keep is None else keep
+        if keep < 1:
+            raise ValueError(f"a run keeps at least one record in memory, not {keep}")
         self.run_id = run_id
         self.journal = journal
         self.start_records = StartRecords(journal)  # calls journaled as running once slow
         # Shielded work outlives its askers; the bridge cancels what is left when it closes.
         self._background = background if background is not None else set()
-        self.steps: dict[str, StepRecord] = {rec.key: rec for rec in recorded}
         self.entries = 0
+        self._keep = keep
+        self._live: dict[str, StepRecord] = {}  # worked on: held until the work ends
+        self._done: OrderedDict[str, StepRecord] = OrderedDict()  # the others, least recent first
+        # Every key the journal may hold for the run that is not in memory: those recorded
+        # before the run was entered, and those that left memory since.
+        self._recorded = KeyFilter()
+        self._absent: str | None = None  # the last key found not recorded (asked twice in a row)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
-        self._seq = itertools.count(max((rec.seq for rec in recorded), default=0) + 1)
-        # Keys asked for since the run was entered, and parents that ran their body again:
-        # recorded children of a re-run parent that nobody asked for are marked stale.
-        self.claimed: set[str] = set()
-        self.executed_parents: set[str | None] = {None}
+        # Counters that gave out a key whose step they have not been told the number of yet:
+        # not claimed yet, or not started yet (see KeyCounter).
+        self._askers: dict[str, list[KeyCounter]] = {}
+        # Steps numbered up to ``_entered_seq`` were recorded before the run was entered;
+        # those asked for since are in ``_claimed``. Recorded children of a re-run parent that
+        # nobody asked for again are marked stale.
+        self._entered_seq = 0
+        self._claimed = SeqSet()
+        self._seq = itertools.count(1)
+        self.reads = 0  # records read back from the journal (for tests and benchmarks)
         # Set once another daemon took the run over (see Runs): nothing more runs here, and
         # the run's commands are stopped.
         self.lost: RunLeaseLostError | None = None
@@ -55,6 +111,27 @@ class RunState:
         # still ours, so a daemon that was paused does not start steps it no longer owns.
         self.lease_deadline = math.inf
         self.renew: Callable[[], Awaitable[bool]] | None = None
+
+    async def load(self, recorded: Sequence[StepRecord]) -> None:
+        """Take in what the run recorded before it was entered.
+
+        ``recorded`` is the run's first steps, as entering it returned them (``enter_run``
+        with ``limit=keep``); when there may be more, their keys are read a page at a time.
+        """
+        for rec in recorded:  # in memory: their keys join the filter if they leave it
+            self._entered_seq = max(self._entered_seq, rec.seq)
+            self._remember(rec)
+        if len(recorded) >= self._keep:  # there may be more: only their keys, a page at a time
+            while True:
+                page = await self.journal.step_keys(self.run_id, after=self._entered_seq, limit=PAGE)
+                for seq, key in page:
+                    self._recorded.add(key)
+                    self._entered_seq = max(self._entered_seq, seq)
+                if len(page) < PAGE:
+                    break
+        self._seq = itertools.count(self._entered_seq + 1)
+
+    # -- the run's lease ----------------------------------------------------------------------
 
     def on_lost(self, callback: Callable[[RunLeaseLostError], None]) -> Callable[[], None]:
         """Call ``callback`` if the run is taken over; returns a function that cancels that."""
@@ -75,18 +152,86 @@ class RunState:
         if self.lost is not None:
             raise RunLeaseLostError(self.run_id, self.lost.owner)
 
+    # -- records --------------------------------------------------------------------------
+
     def idempotency_key(self, step_key: str) -> str:
         """Stable for a step across attempts, replays and daemon restarts."""
         return "tbk_" + digest(f"{self.run_id}\0{step_key}", 32)
 
-    def claim(self, key: str) -> StepRecord | None:
-        """Note that ``key`` was asked for, and return its record if there is one."""
-        self.claimed.add(key)
-        rec = self.steps.get(key)
-        if rec is not None and rec.stale:
+    def record(self, key: str) -> StepRecord | None:
+        """The record of ``key`` if it is in memory (always so for a step being worked on)."""
+        rec = self._live.get(key)
+        if rec is None:
+            rec = self._done.get(key)
+            if rec is not None:
+                self._done.move_to_end(key)
+        return rec
+
+    async def lookup(self, key: str) -> StepRecord | None:
+        """The record of ``key``: from memory, else from the journal if it may be there."""
+        rec = self.record(key)
+        if rec is not None or key == self._absent:
+            return rec
+        if key not in self._recorded:
+            self._absent = key  # a fresh call's key is looked up twice: counted, then claimed
+            return None
+        read = await self.journal.load_step(self.run_id, key)
+        self.reads += 1
+        rec = self.record(key)  # recorded here while we read: that one is the newer
+        if rec is None and read is not None:
+            self._remember(read)
+            rec = read
+        return rec
+
+    async def claim(self, key: str, *, by: KeyCounter | None = None) -> StepRecord | None:
+        """Note that ``key`` was asked for (through ``by``), and return its record if there is one.
+
+        A record that is not finished is held in memory from now on: the asker runs it.
+        """
+        rec = await self.lookup(key)
+        if rec is None:
+            if by is not None:  # told the step's number when it starts (new_step)
+                self.given(key, by)
+            return None
+        if by is not None:
+            by.asked.add(rec.seq)
+            askers = self._askers.get(key)
+            if askers is not None and by in askers:
+                askers.remove(by)
+                if not askers:
+                    del self._askers[key]
+        if rec.seq <= self._entered_seq:
+            self._claimed.add(rec.seq)
+        if not rec.done:
+            self.hold(rec)
+        if rec.stale:
             rec.stale = False
             self.journal.write(rec)
         return rec
+
+    async def take(self, key: str) -> StepRecord | None:
+        """The record of ``key`` for the work on it: a record not finished is held in memory
+        until that work ends (see :meth:`single_flight`). ``None`` when there is none.
+        """
+        rec = await self.lookup(key)
+        if rec is not None and not rec.done:
+            self.hold(rec)
+        return rec
+
+    def given(self, key: str, counter: KeyCounter) -> None:
+        """Note that ``counter`` gave out ``key``: it learns the step's number when there is one."""
+        askers = self._askers.setdefault(key, [])
+        if counter not in askers:
+            askers.append(counter)
+
+    def gave(self, key: str, counter: KeyCounter) -> bool:
+        """Whether ``counter`` gave out ``key`` and has not learnt its step's number yet."""
+        return counter in self._askers.get(key, ())
+
+    def hold(self, rec: StepRecord) -> None:
+        """Keep ``rec`` in memory until the work on its key ends (it runs, or runs again)."""
+        self._done.pop(rec.key, None)
+        self._live[rec.key] = rec
 
     def new_step(
         self, key: str, *, parent_key: str | None, kind: str, name: str, input_json: str | None
@@ -101,8 +246,49 @@ class RunState:
             idempotency_key=self.idempotency_key(key),
             input_json=input_json,
         )
-        self.steps[key] = rec
+        self.hold(rec)
+        self._absent = None  # (its key joins the filter once it leaves memory)
+        for counter in self._askers.pop(key, ()):
+            counter.asked.add(rec.seq)
         return rec
+
+    def _remember(self, rec: StepRecord) -> None:
+        """Keep a record in the bounded part (one read from the journal, or whose work ended).
+
+        A record read back that is still running (interrupted) stays there too: nothing works
+        on it until it is claimed, which holds it.
+        """
+        self._done[rec.key] = rec
+        self._done.move_to_end(rec.key)
+        while len(self._done) > self._keep:
+            key, _ = self._done.popitem(last=False)
+            self._recorded.add(key)  # out of memory, into the filter: asked again, it is read back
+
+    def _finished(self, key: str) -> None:
+        """The work on ``key`` ended: a finished record joins the bounded part."""
+        self._inflight.pop(key, None)
+        self._askers.pop(key, None)
+        rec = self._live.get(key)
+        if rec is not None and rec.done:
+            del self._live[key]
+            self._remember(rec)
+
+    @property
+    def keep(self) -> int:
+        """Finished records the run keeps in memory."""
+        return self._keep
+
+    @property
+    def in_memory(self) -> int:
+        """How many records the run holds in memory now."""
+        return len(self._live) + len(self._done)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory of the run's compact structures (the key filter, the asked marks)."""
+        return self._recorded.nbytes + self._claimed.nbytes
+
+    # -- work -----------------------------------------------------------------------------
 
     async def single_flight(
         self, key: str, work: Callable[[], Awaitable[T]], *, shield: bool, detached: bool = False
@@ -127,7 +313,7 @@ class RunState:
             return await self._run_here(key, work)
         task: asyncio.Future[T] = asyncio.ensure_future(work())
         self._inflight[key] = task
-        task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        task.add_done_callback(lambda _: self._finished(key))
         if shield:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
@@ -152,36 +338,40 @@ class RunState:
             shared.set_result(value)
             return value
         finally:
-            self._inflight.pop(key, None)
+            self._finished(key)
             self._background.discard(task)
 
-    def mark_stale(self, parent_key: str | None) -> list[str]:
+    async def mark_stale(self, parent_key: str | None) -> list[str]:
         """Mark recorded children of ``parent_key`` that this execution did not ask for.
+
+        Only steps recorded before the run was entered can be such children; the journal
+        lists them a page at a time, and only those not asked for are read.
 
         Returns:
             Their keys, in the order they were first recorded.
         """
-        marked = []
-        for rec in sorted(self.steps.values(), key=lambda rec: rec.seq):
-            if rec.parent_key == parent_key and rec.key not in self.claimed and not rec.stale:
+        marked: list[str] = []
+        after = 0
+        while after < self._entered_seq:
+            page = await self.journal.child_keys(
+                self.run_id, parent_key, after=after, through=self._entered_seq, limit=PAGE
+            )
+            for seq, key in page:
+                if seq in self._claimed:
+                    continue
+                rec = await self.lookup(key)
+                # Asked for while we read, or marked by another pass meanwhile: leave it.
+                if rec is None or rec.stale or rec.seq in self._claimed:
+                    continue
                 rec.stale = True
                 self.journal.write(rec)
-                marked.append(rec.key)
+                marked.append(key)
+            if len(page) < PAGE:
+                break
+            after = page[-1][0]
         return marked
 
 
 def _consume_exception(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
-
-
-class KeyCounter:
-    """Gives repeated ids distinct keys: ``agent``, ``agent#2``, ``agent#3``..."""
-
-    def __init__(self) -> None:
-        self._seen: Counter[str] = Counter()
-
-    def key(self, base: str) -> str:
-        self._seen[base] += 1
-        count = self._seen[base]
-        return base if count == 1 else f"{base}#{count}"

@@ -11,7 +11,8 @@ from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.identity import expect_step, function_name
-from toolbridge._durable.runstate import KeyCounter, RunState
+from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.runstate import RunState
 from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
@@ -23,7 +24,7 @@ from toolbridge._tools.tool import call_maybe_async
 if TYPE_CHECKING:
     from toolbridge._tools.functions import DurableFunction
 
-__all__ = ["Steps", "StepsFactory", "nested_steps"]
+__all__ = ["ClaimStep", "Steps", "StepsFactory", "nested_steps"]
 
 
 def check_step_id(step_id: object) -> str:
@@ -48,17 +49,19 @@ class Steps:
         self._run = run
         self._parent_key = parent_key
         self._options = options
-        self._keys = KeyCounter()
+        self._keys = KeyCounter(run)
 
     @property
     def run_id(self) -> str:
         """The id of the durable run these steps belong to."""
         return self._run.run_id
 
-    def _key(self, step_id: str) -> str:
+    async def _claim(self, step_id: str) -> tuple[str, StepRecord | None]:
+        """The key of this use of ``step_id``, noted as asked for, and its record if there is one."""
         check_step_id(step_id)
         base = step_id if self._parent_key is None else f"{self._parent_key}/{step_id}"
-        return self._keys.key(base)
+        key = await self._keys.key(base)
+        return key, await self._run.claim(key, by=self._keys)
 
     async def _durable(
         self,
@@ -76,14 +79,15 @@ class Steps:
         resume from) and returns the step's value, or raises :class:`ToolError` to record a
         failure. ``identity`` (part of ``input_value``) must match what was recorded.
         """
-        key = self._key(step_id)
-        rec = self._run.claim(key)
+        key, rec = await self._claim(step_id)
         if rec is not None and rec.done:
             return _recorded_value(expect_step(rec, kind, identity), step_id)
 
         async def work() -> Any:
             run = self._run
-            current = run.steps.get(key)
+            current = await run.take(key)
+            if current is not None and current.done:  # finished while we waited to start
+                return _recorded_value(expect_step(current, kind, identity), step_id)
             if current is not None:
                 expect_step(current, kind, identity)  # an interrupted step resumes as itself
             else:
@@ -92,8 +96,6 @@ class Steps:
                     key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
                 )
             run.journal.write(current)
-            if nests:
-                run.executed_parents.add(key)
             try:
                 text = dumps(await body(current))
             except ToolError as exc:
@@ -101,7 +103,7 @@ class Steps:
             else:
                 current.complete(text)
             if nests:
-                run.mark_stale(key)
+                await run.mark_stale(key)
             await run.journal.write(current)
             return _recorded_value(current, step_id)
 
@@ -271,6 +273,9 @@ def _recorded_value(rec: StepRecord, step_id: str) -> Any:
         raise StepError(step_id, rec.error or {})
     return None if rec.output_json is None else json.loads(rec.output_json)
 
+
+ClaimStep = Callable[[str], Awaitable[tuple[str, StepRecord | None]]]
+"""Claims a step id of a ``Steps`` (``Steps._claim``): its key for this use, and its record."""
 
 StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
 """Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""

@@ -44,11 +44,15 @@ class Journal(Protocol):
 
     # -- runs and their leases -------------------------------------------------------------
 
-    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+    async def enter_run(self, run_id: str, *, lease: float, limit: int | None = None) -> list[StepRecord]:
         """Take the run's lease for ``lease`` seconds, mark it running, return its steps.
 
         The lease is taken atomically when the run is new, free, already this journal's, or
         its holder's lease has expired (a takeover: the run's fence increases).
+
+        Args:
+            limit: Return only the first ``limit`` steps (in the order they began); all of
+                them by default. A run of a million steps is read a page at a time.
 
         Raises:
             RunBusyError: when another owner's lease on the run is live.
@@ -72,7 +76,27 @@ class Journal(Protocol):
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None: ...
 
-    async def load_steps(self, run_id: str) -> list[StepRecord]: ...
+    async def load_steps(
+        self, run_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> list[StepRecord]:
+        """The run's steps in the order they began: those numbered above ``after``, at most ``limit``."""
+        ...
+
+    async def load_step(self, run_id: str, key: str) -> StepRecord | None:
+        """One step as this journal last wrote it (a write still queued counts), or ``None``."""
+        ...
+
+    async def step_keys(self, run_id: str, *, after: int = 0, limit: int) -> list[tuple[int, str]]:
+        """``(seq, key)`` of the run's steps numbered above ``after``, in order, at most ``limit``."""
+        ...
+
+    async def child_keys(
+        self, run_id: str, parent_key: str | None, *, after: int = 0, through: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """``(seq, key)`` of the steps under ``parent_key`` (``None``: the run's top level) not
+        marked stale, numbered above ``after`` and at most ``through``, in order, at most ``limit``.
+        """
+        ...
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 

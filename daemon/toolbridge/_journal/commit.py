@@ -81,6 +81,7 @@ class GroupCommit:
         self._pending: dict[tuple[str, Hashable], Pending] = {}
         self._scheduled = False  # a batch will start in the loop's next turn
         self._committing = False
+        self._in_commit: dict[tuple[str, Hashable], Pending] = {}  # the batch being committed
         self._idle: asyncio.Future[None] | None = None  # for drain(): set once nothing is queued
 
     def add(self, kind: str, key: Hashable, params: Any) -> asyncio.Future[Any]:
@@ -103,6 +104,15 @@ class GroupCommit:
             self._scheduled = True
             loop.call_soon(self._start)
         return waiter
+
+    def latest(self, kind: str, key: Hashable) -> Any | None:
+        """The parameters of the last write of ``kind`` and ``key`` not yet committed, if any.
+
+        A reader that looks here first reads its own writes: a step written a moment ago reads
+        back as written, whether or not its batch has committed yet.
+        """
+        pending = self._pending.get((kind, key)) or self._in_commit.get((kind, key))
+        return None if pending is None else pending.params
 
     def _commit_eagerly(self, loop: asyncio.AbstractEventLoop) -> bool:
         # Later writes of this turn wait for the next one, together: a burst of writes (many
@@ -130,7 +140,8 @@ class GroupCommit:
         if not self._pending:
             self._set_idle()
             return
-        batch, self._pending = list(self._pending.values()), {}
+        self._in_commit, self._pending = self._pending, {}
+        batch = list(self._in_commit.values())
         self._committing = True
         try:
             self._execute(batch, lambda error: self._committed(batch, error))
@@ -139,6 +150,7 @@ class GroupCommit:
 
     def _committed(self, batch: Sequence[Pending], error: BaseException | None) -> None:
         self._committing = False
+        self._in_commit = {}
         if isinstance(error, asyncio.CancelledError):
             for pending in batch:
                 pending.error = JournalError("the journal was closed while the write waited")

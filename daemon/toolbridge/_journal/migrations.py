@@ -20,6 +20,7 @@ import aiosqlite
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.approvals import APPROVALS_MIGRATION
+from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 from toolbridge._records import now
 
 __all__ = ["MIGRATIONS", "migrate"]
@@ -137,6 +138,10 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     ),
     # 6: requests for a person's decision, bound to a call (see approvals.py).
     APPROVALS_MIGRATION,
+    # 7: a long run is read a page at a time, never whole (see stepreads.py): its steps in
+    # order (with their keys, so that paging through keys reads the index alone), and a
+    # parent's children in order.
+    STEP_PAGES_MIGRATION,
 )
 
 LEGACY_VERSIONS = 3

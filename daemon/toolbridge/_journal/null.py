@@ -34,7 +34,7 @@ class NullJournal:
     async def close(self) -> None:
         return None
 
-    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+    async def enter_run(self, run_id: str, *, lease: float, limit: int | None = None) -> list[StepRecord]:
         return []
 
     async def renew_run(self, run_id: str, *, lease: float) -> bool:
@@ -51,7 +51,20 @@ class NullJournal:
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         return None
 
-    async def load_steps(self, run_id: str) -> list[StepRecord]:
+    async def load_steps(
+        self, run_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> list[StepRecord]:
+        return []
+
+    async def load_step(self, run_id: str, key: str) -> StepRecord | None:
+        return None
+
+    async def step_keys(self, run_id: str, *, after: int = 0, limit: int) -> list[tuple[int, str]]:
+        return []
+
+    async def child_keys(
+        self, run_id: str, parent_key: str | None, *, after: int = 0, through: int, limit: int
+    ) -> list[tuple[int, str]]:
         return []
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:

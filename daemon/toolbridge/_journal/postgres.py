@@ -61,6 +61,7 @@ from toolbridge._journal.postgres_sql import (
     redact,
 )
 from toolbridge._journal.sqlite import new_owner
+from toolbridge._journal.stepreads import StepReads
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["PostgresJournal"]
@@ -70,7 +71,7 @@ log = logging.getLogger("toolbridge")
 Conn = asyncpg.Connection | PoolConnectionProxy
 
 
-class PostgresJournal:
+class PostgresJournal(StepReads):
     """The journal in a PostgreSQL database, shared by any number of daemons.
 
     Args:
@@ -84,6 +85,8 @@ class PostgresJournal:
         owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
         pool_size: Connections kept for reads and commits (plus one for ``LISTEN``).
     """
+
+    _numbered_placeholders = True
 
     def __init__(
         self, url: str, *, durability: Durability = "normal", owner: str | None = None, pool_size: int = 4
@@ -183,6 +186,9 @@ class PostgresJournal:
             raise JournalError("the journal is not open")
         return self._commits.add(kind, key, params)
 
+    async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
+        return [tuple(row) for row in await self._fetch(sql, *params)]
+
     async def _fetch(self, sql: str, *params: Any) -> list[asyncpg.Record]:
         try:
             rows: list[asyncpg.Record] = await self.pool.fetch(sql, *params)
@@ -192,9 +198,9 @@ class PostgresJournal:
 
     # -- runs and steps --------------------------------------------------------------------
 
-    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+    async def enter_run(self, run_id: str, *, lease: float, limit: int | None = None) -> list[StepRecord]:
         await self._queue("enter", None, (run_id, self.owner, r.to_ms(lease)))
-        return await self.load_steps(run_id)
+        return await self.load_steps(run_id, limit=limit)
 
     async def renew_run(self, run_id: str, *, lease: float) -> bool:
         renewed: bool = await self._queue("renew", run_id, (run_id, r.to_ms(lease)))
@@ -208,12 +214,6 @@ class PostgresJournal:
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         await self._queue("end", run_id, (status, error, run_id))
-
-    async def load_steps(self, run_id: str) -> list[StepRecord]:
-        found = await self._fetch(
-            f"SELECT {r.STEP_COLUMNS} FROM steps WHERE run_id = $1 ORDER BY seq", run_id
-        )
-        return [r.step_from_row(tuple(row)) for row in found]
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:
         found = await self._fetch(f"{RUN_SELECT} ORDER BY r.started_at DESC LIMIT $1", limit)

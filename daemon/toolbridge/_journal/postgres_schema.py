@@ -19,6 +19,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.postgres_approvals import APPROVALS_MIGRATION
+from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 
 __all__ = ["MIGRATIONS", "migrate"]
 
@@ -83,6 +84,8 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     ),
     # 2: requests for a person's decision, bound to a call (see approvals.py).
     APPROVALS_MIGRATION,
+    # 3: a long run is read a page at a time (see stepreads.py).
+    STEP_PAGES_MIGRATION,
 )
 
 

@@ -46,6 +46,7 @@ from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import migrate
+from toolbridge._journal.stepreads import StepReads
 from toolbridge._journal.writer import Writer
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
@@ -78,7 +79,7 @@ def _daemon_thread(connection: aiosqlite.Connection) -> aiosqlite.Connection:
     return connection
 
 
-class SQLiteJournal:
+class SQLiteJournal(StepReads):
     """The journal in one SQLite file (WAL mode, numbered migrations, group commit, leases).
 
     Args:
@@ -162,6 +163,9 @@ class SQLiteJournal:
             await self._db.close()
         self._db = None
 
+    async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
+        return list(await self.db.execute_fetchall(sql, params))
+
     def _queue(self, kind: str, key: Any, params: Any) -> asyncio.Future[Any]:
         if self._commits is None:
             raise JournalError("the journal is not open")
@@ -169,10 +173,10 @@ class SQLiteJournal:
 
     # -- runs and steps --------------------------------------------------------------------
 
-    async def enter_run(self, run_id: str, *, lease: float) -> list[StepRecord]:
+    async def enter_run(self, run_id: str, *, lease: float, limit: int | None = None) -> list[StepRecord]:
         stamp = r.to_ms(now())
         await self._queue("enter", None, (run_id, stamp, stamp, self.owner, stamp + r.to_ms(lease)))
-        return await self.load_steps(run_id)
+        return await self.load_steps(run_id, limit=limit)
 
     async def renew_run(self, run_id: str, *, lease: float) -> bool:
         renewed: bool = await self._queue("renew", run_id, (run_id, r.to_ms(now() + lease)))
@@ -187,12 +191,6 @@ class SQLiteJournal:
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         stamp = r.to_ms(now())
         await self._queue("end", run_id, (status, stamp, stamp, error, run_id))
-
-    async def load_steps(self, run_id: str) -> list[StepRecord]:
-        found = await self.db.execute_fetchall(
-            f"SELECT {r.STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
-        )
-        return [r.step_from_row(row) for row in found]
 
     async def list_runs(self, limit: int = 50) -> list[RunSummary]:
         return await self._runs("ORDER BY r.started_at DESC LIMIT ?", (limit,))

@@ -30,7 +30,7 @@ from toolbridge._errors import ProtocolError, RunBusyError
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
-from toolbridge._records import SidecarToken, check_run_id, now
+from toolbridge._records import SidecarToken, StepRecord, check_run_id, now
 from toolbridge._tokens import new_token, secret_matches, split_token
 from toolbridge._tools.tool import Tool
 
@@ -124,7 +124,7 @@ async def open_token_store(location: str | Path) -> AsyncIterator[TokenStore]:
 class _Served:
     token: SidecarToken
     scope: CommandScope
-    step_key: str
+    step: StepRecord  # the token's step, held in memory while it is served
 
 
 class SidecarScopes:
@@ -174,7 +174,7 @@ class SidecarScopes:
     async def _serve(self, grant: SidecarToken) -> _Served:
         run = await self._runs.enter(grant.run_id)
         key = f"sidecar-{grant.id}"
-        rec = run.claim(key)
+        rec = await run.claim(key)
         if rec is None:
             rec = run.new_step(
                 key,
@@ -187,9 +187,9 @@ class SidecarScopes:
             )
         else:
             rec.status, rec.error, rec.finished_at = "running", None, None
+            run.hold(rec)
         rec.attempts += 1
         await self._journal.write(rec)
-        run.executed_parents.add(key)
         scope = CommandScope(
             run=run,
             command_key=key,
@@ -201,7 +201,7 @@ class SidecarScopes:
         )
         token_id = grant.id
         scope.count_call = lambda _scope: self.store.count_call(token_id)
-        served = _Served(grant, scope, key)
+        served = _Served(grant, scope, rec)
         self._served[grant.id] = served
         return served
 
@@ -240,7 +240,7 @@ class SidecarScopes:
 
     async def _close(self, served: _Served) -> None:
         run = served.scope.run
-        rec = run.steps[served.step_key]
+        rec = served.step
         rec.complete(dumps({"calls": min(served.scope.calls, served.token.max_calls)}))
         await self._journal.write(rec)
         await self._runs.leave(run, None)
