@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from toolbridge import Bridge, CommandResult, ToolContext, ToolOptions, tool
+from toolbridge import Bridge, CommandResult, JournalError, ToolContext, ToolOptions, tool
 from toolbridge._durable import keycounter, runstate
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.keyfilter import FALSE_MAYBE, KeyFilter
@@ -366,3 +366,28 @@ async def test_random_calls_and_replays_agree_with_the_journal(small_memory: Non
         (call.step_key, call.result_json) for call in first
     ]
     assert sum(ran.values()) == len(sequence)
+
+
+async def test_a_run_whose_keys_cannot_be_read_is_not_entered_and_its_lease_is_let_go(
+    tmp_path: Path, small_memory: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = tmp_path / "journal.db"
+    async with Bridge(journal) as bridge, bridge.run("r") as step:
+        for n in range(20):  # more than a run keeps: entering it again reads keys
+            await step.run(f"s{n}", lambda n=n: n)
+    readable = SQLiteJournal.step_keys
+
+    async def unreadable(
+        self: SQLiteJournal, run_id: str, *, after: int = 0, limit: int
+    ) -> list[tuple[int, str]]:
+        raise JournalError("journal read failed: disk I/O error")
+
+    monkeypatch.setattr(SQLiteJournal, "step_keys", unreadable)
+    async with Bridge(journal) as bridge:
+        with pytest.raises(JournalError, match="disk I/O error"):
+            async with bridge.run("r"):
+                pytest.fail("the run was entered without its keys")
+        monkeypatch.setattr(SQLiteJournal, "step_keys", readable)
+        # The lease was let go at once: another bridge enters the run now, and replays it.
+        async with Bridge(journal) as other, other.run("r") as step:
+            assert await step.run("s19", lambda: "ran again") == 19

@@ -87,7 +87,13 @@ class Runs:
             asked = time.monotonic()
             loaded = RunState(run_id, self._journal, self._background)
             recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
-            await loaded.load(recorded)  # complete before anyone can ask it for a step
+            try:
+                await loaded.load(recorded)  # complete before anyone can ask it for a step
+            except BaseException:
+                if run_id not in self._open:  # nobody holds it here: let the lease go at once
+                    with contextlib.suppress(JournalError):
+                        await self._journal.release_run(run_id)
+                raise
             state = self._open.get(run_id)
             if state is None:
                 state = self._open[run_id] = loaded
