@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import queue
 import sqlite3
@@ -63,7 +64,7 @@ class Writer:
         if self._thread is None or not self._thread.is_alive():
             future.set_exception(sqlite3.ProgrammingError("the journal writer is stopped"))
             return future
-        self._jobs.put((job, loop, future))
+        self._jobs.put((job, loop, functools.partial(_settle, future)))
         return future
 
     def submit(
@@ -79,40 +80,36 @@ class Writer:
         """
         if self._thread is None or not self._thread.is_alive():
             raise sqlite3.ProgrammingError("the journal writer is stopped")
-        self._jobs.put((job, asyncio.get_running_loop(), done))
+        self._jobs.put((job, asyncio.get_running_loop(), lambda _, error: done(error)))
 
     async def stop(self) -> None:
         """Close the connection once every job queued so far has run."""
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        done = asyncio.get_running_loop().create_future()
-        self._jobs.put((_STOP, asyncio.get_running_loop(), done))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._jobs.put((_STOP, asyncio.get_running_loop(), functools.partial(_settle, done)))
         await done
 
     def _work(self) -> None:
+        # Each job comes with what to call in its loop once it has run, with (value, error).
         while True:
-            job, loop, future = self._jobs.get()
-            if job is _STOP:
+            job, loop, then = self._jobs.get()
+            stopping = job is _STOP
+            if stopping:
                 if self.connection is not None:
                     self.connection.close()
                     self.connection = None
-                _resolve(loop, future, None, None)
+                value, error = None, None
+            else:
+                try:
+                    value, error = job(self.connection), None
+                except BaseException as exc:  # handed to the awaiting coroutine
+                    value, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(then, value, error)
+            if stopping:
                 return
-            try:
-                value, error = job(self.connection), None
-            except BaseException as exc:  # handed to the awaiting coroutine
-                value, error = None, exc
-            if isinstance(future, asyncio.Future):
-                _resolve(loop, future, value, error)
-            else:  # submit()'s callback
-                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                    loop.call_soon_threadsafe(future, error)
-
-
-def _resolve(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any, error: Any) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-        loop.call_soon_threadsafe(_settle, future, value, error)
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
