@@ -46,6 +46,7 @@ from toolbridge import Bridge
 
 journal, sandbox, work, marker = sys.argv[1:5]
 run_lease = float(sys.argv[5]) if len(sys.argv) > 5 else 30.0
+in_background = len(sys.argv) > 6 and sys.argv[6] == "background"
 
 async def main():
     async with Bridge(journal=journal, sandbox=sandbox, run_lease=run_lease) as bridge:
@@ -53,6 +54,9 @@ async def main():
         async with bridge.run("sleepy") as step:
             # Makes no calls: nothing but the kernel notices when the daemon dies.
             sleeper = ["python3", "-c", "import time; time.sleep(300)", marker]
+            if in_background:
+                # The shell is the command; its child does not inherit the parent-death signal.
+                sleeper = ["sh", "-c", 'python3 -c "import time; time.sleep(300)" "$0" & wait', marker]
             await step.sandbox.commands.run("sleeper", sleeper, cwd=work)
 
 asyncio.run(main())

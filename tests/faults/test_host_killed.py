@@ -31,28 +31,45 @@ def cgroups_of(pid: int) -> list[Path]:
     ]
 
 
+def sleepers(marker: str, host: asyncio.subprocess.Process) -> list[int]:
+    """The host's marked commands that run Python (not a wrapper still on its way to exec it).
+
+    The host has the marker in its own command line too.
+    """
+    found = []
+    for pid in processes_with(marker):
+        if pid == host.pid:
+            continue
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().startswith("python"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+async def start_host(tmp_path: Path, *argv: str) -> tuple[asyncio.subprocess.Process, str]:
+    (tmp_path / "host.py").write_text(SLEEPING_HOST)
+    host = await asyncio.create_subprocess_exec(
+        sys.executable, str(tmp_path / "host.py"), *argv, stdout=asyncio.subprocess.PIPE
+    )
+    assert host.stdout is not None
+    address = (await asyncio.wait_for(host.stdout.readline(), WAIT)).decode().strip()
+    return host, address
+
+
 @pytest.mark.parametrize("sandbox", ["process", "bwrap"])
 async def test_a_sigkilled_host_takes_its_sandbox_along_and_the_next_bridge_removes_what_it_left(
     sandbox: str, tmp_path: Path, work_dir: Path, journal_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if sandbox == "bwrap" and BWRAP_UNAVAILABLE is not None:
         pytest.skip(BWRAP_UNAVAILABLE)
-    (tmp_path / "host.py").write_text(SLEEPING_HOST)
     marker = "sleeper-" + secrets.token_hex(6)
-    host = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(tmp_path / "host.py"),
-        str(journal_path),
-        sandbox,
-        str(work_dir),
-        marker,
-        stdout=asyncio.subprocess.PIPE,
-    )
+    host, address = await start_host(tmp_path, str(journal_path), sandbox, str(work_dir), marker)
     try:
-        assert host.stdout is not None
-        address = (await asyncio.wait_for(host.stdout.readline(), WAIT)).decode().strip()
         socket_dir = Path(address.removeprefix("unix:")).parent
-        await wait_until(lambda: bool(processes_with(marker)))
+        # The command itself, past the wrapper that arms its parent-death signal.
+        await wait_until(lambda: bool(sleepers(marker, host)))
         groups = cgroups_of(host.pid)
         host.send_signal(signal.SIGKILL)
         await asyncio.wait_for(host.wait(), WAIT)
@@ -75,3 +92,24 @@ async def test_a_sigkilled_host_takes_its_sandbox_along_and_the_next_bridge_remo
                 result = await step.sandbox.commands.run("true", ["true"], cwd=work_dir)
             assert result.exit_code == 0, result.stderr
     assert [group for group in groups if group.exists()] == []  # and its cgroups
+
+
+async def test_what_a_process_launcher_command_left_behind_a_sigkilled_host_is_killed_by_the_next_bridge(
+    tmp_path: Path, work_dir: Path, journal_path: Path
+) -> None:
+    marker = "orphan-" + secrets.token_hex(6)
+    argv = (str(journal_path), "process", str(work_dir), marker, "30", "background")
+    host, _ = await start_host(tmp_path, *argv)
+    try:
+        await wait_until(lambda: bool(sleepers(marker, host)))
+        host.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(host.wait(), WAIT)
+    finally:
+        if host.returncode is None:
+            host.kill()
+            await host.wait()
+    # The shell died with the daemon; its child never had the parent-death signal.
+    await wait_until(lambda: not [pid for pid in processes_with(marker) if pid not in sleepers(marker, host)])
+    (orphan,) = sleepers(marker, host)
+    async with Bridge(journal=tmp_path / "next.db", sandbox=ProcessLauncher()):
+        await wait_until(lambda: orphan not in processes_with(marker), timeout=15)

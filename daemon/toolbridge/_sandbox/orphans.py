@@ -9,6 +9,13 @@ bubblewrap launcher chains the same signal through every stage it starts (``--di
 What only the daemon could remove (its private socket directory, its cgroups) is named after
 its pid; a daemon that starts removes those whose owner is dead (only those: a live pid may
 be another daemon at work).
+
+The parent-death signal has two holes: it is armed by the wrapper a moment after the fork (a
+daemon killed in between leaves the command running), and a command's own children do not
+inherit it. Under the bubblewrap launcher the pid namespace and the cgroup take those; under
+the plain process launcher the backstop is :func:`kill_processes_naming`: every process a
+command starts inherits an environment that names the daemon's private socket directory (a
+random name), so the next daemon kills what still names a dead one's.
 """
 
 from __future__ import annotations
@@ -18,11 +25,12 @@ import functools
 import os
 import re
 import shutil
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
-__all__ = ["die_with_parent", "owned_name", "owner_is_dead", "sweep_dead_owners"]
+__all__ = ["die_with_parent", "kill_processes_naming", "owned_name", "owner_is_dead", "sweep_dead_owners"]
 
 _ARM = (
     "import ctypes, os, sys\n"
@@ -99,3 +107,28 @@ def sweep_dead_owners(
                     shutil.rmtree(entry)
                     removed.append(entry)
     return removed
+
+
+def kill_processes_naming(directories: Collection[Path]) -> list[int]:
+    """SIGKILL every process whose environment names one of ``directories``; their pids.
+
+    Meant for the private directories of dead daemons only: nothing else has a reason to
+    carry their random names. Processes of other users that this one cannot read are skipped.
+    """
+    names = [os.fsencode(directory) for directory in directories]
+    killed: list[int] = []
+    if not names:
+        return killed
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+        except OSError:
+            continue
+        if any(name in variable for variable in variables for name in names):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+    return killed

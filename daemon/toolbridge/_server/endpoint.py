@@ -14,7 +14,7 @@ from pathlib import Path
 from grpc import aio
 
 from toolbridge._errors import ToolbridgeError
-from toolbridge._sandbox.orphans import owned_name, sweep_dead_owners
+from toolbridge._sandbox.orphans import kill_processes_naming, owned_name, sweep_dead_owners
 from toolbridge._server.service import Authenticate, start_server
 from toolbridge._server.transport import server_options
 
@@ -83,8 +83,9 @@ class Endpoint:
         else:
             if self.socket is None:
                 # Named after this daemon's pid: a daemon killed with SIGKILL cannot remove
-                # its directory, so the next one to start removes those of dead owners.
-                sweep_dead_owners(Path(tempfile.gettempdir()), SOCKET_DIR_PREFIX)
+                # its directory, so the next one to start removes those of dead owners, and
+                # kills what the dead ones' commands left running (see orphans.py).
+                kill_processes_naming(sweep_dead_owners(Path(tempfile.gettempdir()), SOCKET_DIR_PREFIX))
                 self._private_dir = Path(tempfile.mkdtemp(prefix=owned_name(SOCKET_DIR_PREFIX)))
                 self.socket = self._private_dir / "bridge.sock"
             address = f"unix:{self.socket}"

@@ -168,12 +168,13 @@ class _Run:
             for kind, limit in self._rlimits():
                 resource.prlimit(gate, kind, limit)
             os.write(self.gate_block, b"1")
-            if self.inner_info is not None:
-                info = await asyncio.wait_for(_read_info(self.inner_info), SETUP_TIMEOUT)
-                if info is None:
-                    return
+            # The inner bwrap's pids are its own namespace's: only its readiness counts.
+            inner = self.inner_info
+            if inner is not None and await asyncio.wait_for(_read_info(inner), SETUP_TIMEOUT) is None:
+                return
+            # The first stage's child is pid 1 of the outermost pid namespace of the sandbox.
             with contextlib.suppress(ProcessLookupError):
-                self.init_pidfd = os.pidfd_open(int(info["child-pid"]))
+                self.init_pidfd = os.pidfd_open(gate)
         except TimeoutError:
             raise SandboxError(
                 f"bubblewrap did not set up the sandbox within {SETUP_TIMEOUT:.0f} s"

@@ -176,6 +176,10 @@ def stage_args(stage: Stage) -> list[str]:
         "--dev-bind",
         "/",
         "/",
+        # A pid namespace of its own, whose pid 1 dies with this bwrap (and the kernel then
+        # kills everything in it): the inner bwrap's own --die-with-parent does not fire when
+        # this stage dies, so without it a killed daemon left the sandbox running.
+        "--unshare-pid",
         "--die-with-parent",
         "--perms",
         "1777",
