@@ -1,9 +1,10 @@
 """Item 2: fair shares between commands, and a command's pace (``ToolOptions.max_call_rate``).
 
 Beside another command with calls, a command executes at most its share of calls
-(``max(MIN_SHARE, SHARED_CALLS // commands)``); the rest wait, and a quiet command's call
-goes ahead of that backlog. Alone, a command is not limited by shares. A call waits for its
-share at most ``MAX_WAIT``. Calls beyond a command's rate wait their turn, not refused.
+(``max(MIN_SHARE, SHARED_CALLS // commands)``, counted for their first ``COUNTED_FOR``
+seconds each); the rest wait, and a quiet command's call goes ahead of that backlog. Alone,
+a command is not limited by shares. A call waits for its share at most ``MAX_WAIT``. Calls
+beyond a command's rate wait their turn, not refused.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ from toolbridge._calls import fairness
 FLOOD = 20
 
 
+COUNTED_FOR = 1.0
+
+
 @pytest.fixture
 def patient(monkeypatch: pytest.MonkeyPatch) -> None:
     """Calls wait for their share as long as a test may take (not the default second)."""
     monkeypatch.setattr(fairness, "MAX_WAIT", WAIT * 2)
+
+
+async def holds_uncounted() -> None:
+    """Each command's `hold` has run for COUNTED_FOR: no longer held against its share."""
+    await wait_until(lambda: fairness.fair_share().counted() == 0)
 
 
 def _dirs(tmp_path: Path, *names: str) -> list[Path]:
@@ -36,8 +45,10 @@ def _dirs(tmp_path: Path, *names: str) -> list[Path]:
 
 @pytest.mark.usefixtures("patient")
 async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_call_goes_first(
-    bridge: Bridge, tmp_path: Path
+    bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Long enough that no blocked call stops counting while the test looks.
+    monkeypatch.setattr(fairness, "COUNTED_FOR", COUNTED_FOR)
     release = asyncio.Event()
     entered: list[int] = []
 
@@ -55,13 +66,12 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
         held_command(bridge, flood_dir, tools, run_id="flood") as flood,
         held_command(bridge, quiet_dir, tools, run_id="quiet") as quiet,
     ):
-        # Two commands with calls (each holds its `hold`): a share is 16 // 2 = 8 calls, and
-        # the flooder's `hold` is one of its eight.
-        share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)
+        await holds_uncounted()
+        share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)  # two commands with calls
         blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: len(entered) == share - 1)
+        await wait_until(lambda: len(entered) == share)
         assert result_of(await raw_call(quiet, call_request("ping"))) == "pong"  # never queued
-        assert len(entered) == share - 1  # the flood's backlog still waits
+        assert len(entered) == share  # the flood's backlog still waits
         release.set()
         answers = await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
         assert [result_of(a) for a in answers] == ["done"] * FLOOD
@@ -69,6 +79,32 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
     for held in (flood, quiet):
         result = await asyncio.wait_for(asyncio.shield(held.result), WAIT)
         assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.usefixtures("patient")
+async def test_beside_another_command_slow_calls_stop_counting_and_all_of_them_run(
+    bridge: Bridge, tmp_path: Path
+) -> None:
+    release = asyncio.Event()
+    entered: list[int] = []
+
+    async def block() -> str:  # an I/O-bound tool: it waits, the daemon does not work on it
+        entered.append(1)
+        await release.wait()
+        return "done"
+
+    tools = {"block": block}
+    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
+    async with (
+        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
+        held_command(bridge, quiet_dir, tools, run_id="quiet"),
+    ):
+        # A share of one each, yet every blocked call runs: each stops counting after
+        # COUNTED_FOR (the patient fixture keeps MAX_WAIT from being what lets them in).
+        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
+        await wait_until(lambda: len(entered) == FLOOD)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
 
 
 @pytest.mark.usefixtures("patient")
@@ -93,6 +129,7 @@ async def test_a_call_waits_for_its_share_at_most_max_wait(
     bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(fairness, "MAX_WAIT", 0.2)
+    monkeypatch.setattr(fairness, "COUNTED_FOR", WAIT * 2)  # only MAX_WAIT lets them in
     release = asyncio.Event()
     entered: list[int] = []
 
@@ -107,7 +144,7 @@ async def test_a_call_waits_for_its_share_at_most_max_wait(
         held_command(bridge, flood_dir, tools, run_id="flood") as flood,
         held_command(bridge, quiet_dir, tools, run_id="quiet"),
     ):
-        # Its own eight calls never end, yet the ones past its share get in after MAX_WAIT.
+        # Its own calls never end, yet the ones past its share get in after MAX_WAIT.
         blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
         await wait_until(lambda: len(entered) == FLOOD)
         release.set()

@@ -1,42 +1,70 @@
-"""The fair-share scheduler's edges, on its own: cancelled waiters, shares that grow back."""
+"""The fair-share scheduler's edges, on its own: cancelled waiters, shares that grow back,
+calls that stop counting."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 from toolbridge._calls.fairness import FairShare
 from toolbridge._calls.pacing import TokenBucket
 
 
 async def test_a_cancelled_waiter_leaves_the_queue_and_holds_nothing() -> None:
-    shares = FairShare(shared=2, floor=1, max_wait=60)
-    await shares.enter("a")
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60)
+    first = await shares.enter("a")
     await shares.enter("b")  # two commands: a share of one each
     waiting = asyncio.ensure_future(shares.enter("a"))
     await asyncio.sleep(0)
     assert not waiting.done()
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
-    shares.leave("a")
+    shares.leave("a", first)
     assert shares.executing("a") == 0
     await asyncio.wait_for(shares.enter("a"), 1)  # its slot is free again
     assert shares.executing("a") == 1
 
 
 async def test_when_a_command_has_left_for_linger_the_others_shares_grow_back() -> None:
-    shares = FairShare(shared=4, floor=1, max_wait=60, linger=0.05)
-    await shares.enter("b")
+    shares = FairShare(shared=4, floor=1, max_wait=60, linger=0.05, counted_for=60)
+    b = await shares.enter("b")
     for _ in range(2):
         await shares.enter("a")  # a share of 4 // 2
     third = asyncio.ensure_future(shares.enter("a"))
     await asyncio.sleep(0)
     assert not third.done()
-    shares.leave("b")  # alone once it has lingered: no share at all
+    shares.leave("b", b)  # alone once it has lingered: no share at all
     await asyncio.sleep(0)
     assert not third.done()  # b still counts for a moment: its next call may come soon
     await asyncio.wait_for(third, 1)
     assert shares.executing("a") == 3
+
+
+async def test_a_call_running_for_counted_for_stops_counting_and_the_next_one_gets_in() -> None:
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=0.05)
+    await shares.enter("quiet")
+    slow = await shares.enter("flood")  # its share of one: a call waiting on its tool
+    started = time.monotonic()
+    second = await asyncio.wait_for(shares.enter("flood"), 5)
+    assert time.monotonic() - started >= 0.04  # not before the first had run for counted_for
+    assert not slow.counted
+    assert second.counted
+    assert shares.executing("flood") == 1
+    shares.leave("flood", slow)  # a call that no longer counted gives back nothing twice
+    assert shares.executing("flood") == 1
+
+
+async def test_what_the_scheduler_keeps_per_command_is_the_calls_of_the_last_moment() -> None:
+    shares = FairShare(counted_for=0.01)
+    long_call = await shares.enter("alone")  # e.g. a call waiting for a person, for hours
+    for _ in range(1000):
+        shares.leave("alone", await shares.enter("alone"))
+    await asyncio.sleep(0.02)
+    shares.leave("alone", await shares.enter("alone"))
+    assert len(shares._commands["alone"].admitted) <= 1  # not the thousand calls ended behind it
+    shares.leave("alone", long_call)
+    assert shares.counted() == 0
 
 
 def test_a_bucket_gives_its_burst_then_one_token_per_interval() -> None:

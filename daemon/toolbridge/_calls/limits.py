@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterator
 from types import TracebackType
 
-from toolbridge._calls.fairness import FairShare, fair_share
+from toolbridge._calls.fairness import FairShare, Ticket, fair_share
 from toolbridge._calls.pacing import TokenBucket
 from toolbridge._calls.scope import CommandScope
 from toolbridge._errors import ProtocolError
@@ -45,11 +45,12 @@ class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
         ProtocolError: ``RESOURCE_EXHAUSTED`` when every in-flight slot is taken.
     """
 
-    __slots__ = ("_scope", "_shared")
+    __slots__ = ("_scope", "_shared", "_ticket")
 
     def __init__(self, scope: CommandScope) -> None:
         self._scope = scope
         self._shared: FairShare | None = None
+        self._ticket: Ticket | None = None
 
     async def __aenter__(self) -> None:
         scope = self._scope
@@ -68,7 +69,7 @@ class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
                     bucket.give_back()
                     raise
             shared = fair_share()
-            await shared.enter(scope)
+            self._ticket = await shared.enter(scope)
             self._shared = shared
         except BaseException:
             scope.in_flight -= 1
@@ -77,8 +78,8 @@ class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._shared is not None:
-            self._shared.leave(self._scope)
+        if self._shared is not None and self._ticket is not None:
+            self._shared.leave(self._scope, self._ticket)
         self._scope.in_flight -= 1
 
 
