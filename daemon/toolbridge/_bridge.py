@@ -247,6 +247,7 @@ class Bridge:
             tokens=self._tokens,
             address=address,
             socket_dir=self._endpoint.socket_dir,
+            doors=self._endpoint.doors,
             events=self._events,
             steps_factory=nested_steps(self._events),
             approvals=self._approval_hub,

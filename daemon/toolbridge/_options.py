@@ -38,6 +38,9 @@ class ToolOptions:
             paces it.
         max_streams: Call streams (``CallToolStream``) one command may have open at once;
             the next is refused with ``RESOURCE_EXHAUSTED``. A client needs one.
+        max_connections: Connections one command may have open to the daemon at once (a
+            client process needs one); past it a new one is closed as soon as it opens.
+            Each command has a socket of its own, so its connections never take another's.
         approval_hold: Seconds a command waits, blocked on a call that needs a person's
             decision, before it is stopped and ``commands.run`` raises ``RunWaiting``
             (enter the run again once it is decided). The command's timeout and the
@@ -58,6 +61,7 @@ class ToolOptions:
     max_call_rate: float = 2000.0
     call_burst: int = 200
     max_streams: int = 16
+    max_connections: int = 64
     approval_hold: float = 600.0
     approval_timeout: float = 86400.0
 
@@ -73,6 +77,7 @@ class ToolOptions:
             "max_in_flight",
             "call_burst",
             "max_streams",
+            "max_connections",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

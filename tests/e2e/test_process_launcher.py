@@ -56,7 +56,10 @@ async def test_the_environment_holds_only_what_the_client_needs(
         "LC_CTYPE",
     }
     assert env["MY_SETTING"] == "on"
-    assert env["TOOLBRIDGE_ADDRESS"] == bridge.address
+    # The command's own socket (see _server.doors), beside the bridge's.
+    own = Path(env["TOOLBRIDGE_ADDRESS"].removeprefix("unix:"))
+    assert own.parent.parent == Path(bridge.address.removeprefix("unix:")).parent
+    assert own.parent.name.startswith("command-")
     assert env["TOOLBRIDGE_TOKEN"].startswith("tb1.")
     # `python` is the sandbox runtime, which imports inngest_tools and none of the host's packages.
     assert Path(seen["python"]).parent.parent.name.startswith("py-")  # the cached runtime venv

@@ -147,16 +147,32 @@ async def test_a_command_over_its_call_budget_is_stopped(
     assert "MaxCallsExceeded" in result.stdout
 
 
-async def test_the_socket_is_opened_to_the_sandbox_group_only(sandboxed: Bridge, work_dir: Path) -> None:
+async def test_the_command_socket_is_opened_to_the_sandbox_group_only(
+    sandboxed: Bridge, work_dir: Path
+) -> None:
     if os.geteuid() != 0:
         pytest.skip("only a root daemon runs commands as another uid")
+    seen: dict[str, os.stat_result] = {}
+
+    async def look(address: str) -> None:  # while the command runs: its own socket
+        socket = address.removeprefix("unix:")
+        seen["directory"], seen["socket"] = os.stat(os.path.dirname(socket)), os.stat(socket)
+
+    code = (
+        "import asyncio, os; from inngest_tools import tools; "
+        "asyncio.run(tools.look(os.environ['TOOLBRIDGE_ADDRESS']))"
+    )
     async with sandboxed.run() as step:
-        await step.sandbox.commands.run("x", "python3 -c pass", cwd=work_dir)
-    socket = sandboxed.address.removeprefix("unix:")
-    directory, bound = os.stat(os.path.dirname(socket)), os.stat(socket)
+        command = ["python3", "-c", code]
+        result = await step.sandbox.commands.run("x", command, tools={"look": look}, cwd=work_dir)
+    assert result.exit_code == 0, result.stderr
+    directory, bound = seen["directory"], seen["socket"]
     assert (directory.st_gid, stat.S_IMODE(directory.st_mode)) == (SANDBOX_GID, 0o710)
     assert bound.st_gid == SANDBOX_GID
     assert stat.S_IMODE(bound.st_mode) & 0o062 == 0o060  # the group may connect, others not
+    # The bridge's own socket is not lent to sandboxes at all.
+    own = os.stat(os.path.dirname(sandboxed.address.removeprefix("unix:")))
+    assert stat.S_IMODE(own.st_mode) & 0o077 == 0
 
 
 async def test_a_snippet_writes_its_result_in_its_own_scratch_directory(sandboxed: Bridge) -> None:

@@ -8,11 +8,13 @@ are answered from the journal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -210,26 +212,27 @@ async def execute_command(
         trace_context=span.context,
     )
     token, token_id = services.tokens.mint(scope)
-    environment = {**command_environment(services, token, env), **span.environment(env)}
-    environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
     # Run again, the command answers its recorded calls itself (see _commands.replay).
     replay = await ClientReplay.prepare(run, key, set(tools), options) if rerun else None
     if replay is not None:
         scope.keys, scope.count_call = replay.keys(run), replay.count_call
-    spec = LaunchSpec(
-        argv=argv,
-        env={**environment, **(replay.environment if replay else {})},
-        cwd=cwd,
-        timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
-        output_limit=OUTPUT_LIMIT,
-        read_only_paths=services.runtime.read_only_paths,
-        writable_paths=[*writable, *(replay.writable_paths if replay else [])],
-        socket_dir=services.socket_dir,
-    )
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
-        outcome = await services.launcher.run(spec, scope.stop)
+        async with _door(services, options) as (address, socket_dir):
+            environment = {**command_environment(services, address, token, env), **span.environment(env)}
+            environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
+            spec = LaunchSpec(
+                argv=argv,
+                env={**environment, **(replay.environment if replay else {})},
+                cwd=cwd,
+                timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
+                output_limit=OUTPUT_LIMIT,
+                read_only_paths=services.runtime.read_only_paths,
+                writable_paths=[*writable, *(replay.writable_paths if replay else [])],
+                socket_dir=socket_dir,
+            )
+            outcome = await services.launcher.run(spec, scope.stop)
         if replay is not None:
             await replay.finish(run, scope)  # what the sandbox answered itself was asked again
         span.finish(outcome.exit_code, outcome.stopped)
@@ -252,3 +255,10 @@ async def execute_command(
     if stale:
         log.warning("command %r ran again without asking for %d recorded call(s): %s", key, len(stale), stale)
     return rec, outcome, stale
+
+
+def _door(services: Services, options: ToolOptions) -> AbstractAsyncContextManager[tuple[str, Path | None]]:
+    """The command's own socket (capped at its ``max_connections``), or the bridge's on TCP."""
+    if services.doors is None:
+        return contextlib.nullcontext((services.address, services.socket_dir))
+    return services.doors.open(options.max_connections)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
@@ -15,7 +17,15 @@ from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import SandboxRuntime
 from toolbridge._tokens import TokenRegistry
 
-__all__ = ["Services", "command_environment"]
+__all__ = ["CommandDoors", "Services", "command_environment"]
+
+
+class CommandDoors(Protocol):
+    """Gives each command a socket of its own while it runs (``_server.doors``)."""
+
+    def open(self, max_connections: int) -> AbstractAsyncContextManager[tuple[str, Path]]:
+        """The command's address and the directory holding its socket, until it ends."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -28,12 +38,15 @@ class Services:
     tokens: TokenRegistry[CommandScope]
     address: str
     socket_dir: Path | None
+    doors: CommandDoors | None  # None when serving on TCP: commands share the address
     events: EventBus
     steps_factory: StepsFactory
     approvals: ApprovalHub
 
 
-def command_environment(services: Services, token: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+def command_environment(
+    services: Services, address: str, token: str, extra: Mapping[str, str] | None
+) -> dict[str, str]:
     """A command's whole environment: nothing of the host's, only what the client needs."""
     runtime = services.runtime
     env = {
@@ -42,7 +55,7 @@ def command_environment(services: Services, token: str, extra: Mapping[str, str]
         "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
-        "TOOLBRIDGE_ADDRESS": services.address,
+        "TOOLBRIDGE_ADDRESS": address,
         "TOOLBRIDGE_TOKEN": token,
     }
     env.update(runtime.node_environment)

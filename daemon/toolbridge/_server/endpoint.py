@@ -6,6 +6,7 @@ so that the bridge only says where to serve and when to stop.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ from grpc import aio
 
 from toolbridge._errors import ToolbridgeError
 from toolbridge._sandbox.orphans import kill_processes_naming, owned_name, sweep_dead_owners
+from toolbridge._server.doors import Doors
 from toolbridge._server.service import Authenticate, start_server
 from toolbridge._server.transport import server_options
 
@@ -43,6 +45,9 @@ class Endpoint:
         self._limits = (max_bytes, idle)
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
+        self._doors_dir: Path | None = None
+        self.doors: Doors | None = None
+        """Each command's own socket (see _server.doors), when serving on Unix sockets."""
         self.socket: Path | None = None
         self.listen: str | None = None
         self.move(socket=socket, listen=listen)
@@ -81,13 +86,17 @@ class Endpoint:
         if self.listen is not None:
             address = self.listen
         else:
+            # Named after this daemon's pid: a daemon killed with SIGKILL cannot remove
+            # its directories, so the next one to start removes those of dead owners, and
+            # kills what the dead ones' commands left running (see orphans.py).
+            kill_processes_naming(sweep_dead_owners(Path(tempfile.gettempdir()), SOCKET_DIR_PREFIX))
             if self.socket is None:
-                # Named after this daemon's pid: a daemon killed with SIGKILL cannot remove
-                # its directory, so the next one to start removes those of dead owners, and
-                # kills what the dead ones' commands left running (see orphans.py).
-                kill_processes_naming(sweep_dead_owners(Path(tempfile.gettempdir()), SOCKET_DIR_PREFIX))
-                self._private_dir = Path(tempfile.mkdtemp(prefix=owned_name(SOCKET_DIR_PREFIX)))
+                self._private_dir = _private_dir()
                 self.socket = self._private_dir / "bridge.sock"
+            # The commands' doors live beside a default socket, or privately beside a chosen one.
+            self._doors_dir = self._private_dir or _private_dir()
+            max_bytes, idle = self._limits
+            self.doors = Doors(authenticate, parent=self._doors_dir, max_bytes=max_bytes, idle=idle)
             address = f"unix:{self.socket}"
         self._server, bound = await start_server(
             authenticate, [address], max_request_bytes=self._limits[0], connection_idle=self._limits[1]
@@ -98,10 +107,20 @@ class Endpoint:
     async def stop(self, grace: float) -> None:
         """Stop serving: calls in flight get ``grace`` seconds, then are cancelled."""
         server, self._server = self._server, None
+        doors, self.doors = self.doors, None
         try:
-            if server is not None:
-                await server.stop(grace=grace)
+            await asyncio.gather(
+                *([] if server is None else [server.stop(grace=grace)]),
+                *([] if doors is None else [doors.stop(grace)]),
+            )
         finally:
+            if self._doors_dir is not None and self._doors_dir != self._private_dir:
+                shutil.rmtree(self._doors_dir, ignore_errors=True)
+            self._doors_dir = None
             if self._private_dir is not None:
                 shutil.rmtree(self._private_dir, ignore_errors=True)
                 self._private_dir, self.socket = None, None
+
+
+def _private_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix=owned_name(SOCKET_DIR_PREFIX)))

@@ -361,6 +361,7 @@ async def start_server(
     *,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     connection_idle: float = DEFAULT_CONNECTION_IDLE,
+    max_connections: int | None = None,
 ) -> tuple[aio.Server, list[str]]:
     """Start serving on ``addresses`` (``unix:PATH`` or ``HOST:PORT``).
 
@@ -372,13 +373,15 @@ async def start_server(
             it is read into memory; each command's own ``ToolOptions.max_request_bytes``
             is checked per call, below it.
         connection_idle: Seconds a connection may carry no call before it is closed.
+        max_connections: Connections open at once (see ``server_options``).
 
     Returns:
         The server and the bound addresses, with real ports for any ``:0``.
     """
-    server = aio.server(
-        options=server_options(max_request_bytes=max_request_bytes, connection_idle=connection_idle)
+    options = server_options(
+        max_request_bytes=max_request_bytes, connection_idle=connection_idle, max_connections=max_connections
     )
+    server = aio.server(options=options)
     handlers = _handlers(_Servicer(authenticate))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)

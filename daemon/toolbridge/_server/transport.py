@@ -9,17 +9,14 @@ connection's age and its concurrent streams, and refuses a client that floods it
 (The servicer bounds each command's open streams, ``ToolOptions.max_streams``; a connection
 carries no token, so connections are bounded by time, not per command.)
 
-And it caps the connections open at once, server-wide (gRPC's
-``grpc.max_allowed_incoming_connections``, counted per listening address): at the cap, a
-new connection is accepted and closed at once, so a sandbox opening thousands of
-connections cannot take the descriptors the daemon needs for everything else (journals,
-sandboxes' pipes, its own files). The cap is half the daemon's descriptor limit
-(``ulimit -n``); the daemon listens on one address (a server on more would need the cap
-shared out between them: ``connection_cap(listeners)``). It protects the daemon and
-every connection already open; it does not stop one sandbox from filling it, and then a
-command that connects afterwards waits (its client retries) until idle connections are
-closed: no per-command cap is possible here, as a connection says nothing of its command
-until it carries a call.
+And it caps the connections open at once (gRPC's ``grpc.max_allowed_incoming_connections``,
+counted per server): at the cap, a new connection is accepted and closed at once, so a
+sandbox opening thousands of connections cannot take the descriptors the daemon needs for
+everything else (journals, sandboxes' pipes, its own files). A connection says nothing of
+its command until it carries a call, so each command gets a server of its own on a socket of
+its own (:mod:`_server.doors`), capped at its ``ToolOptions.max_connections``; the bridge's
+own socket (sidecar clients, the host's tools) is capped at half the daemon's descriptor
+limit (``ulimit -n``).
 """
 
 from __future__ import annotations
@@ -85,9 +82,11 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
-def server_options(*, max_request_bytes: int, connection_idle: float) -> list[tuple[str, int]]:
+def server_options(
+    *, max_request_bytes: int, connection_idle: float, max_connections: int | None = None
+) -> list[tuple[str, int]]:
     """The channel arguments of the daemon's ``grpc.aio`` server (on one address: the
-    connection cap is per address).
+    connection cap is per address, :func:`connection_cap` unless ``max_connections``).
 
     Raises:
         ValueError: for a request limit below 1 byte or an idle limit that is not positive.
@@ -112,5 +111,5 @@ def server_options(*, max_request_bytes: int, connection_idle: float) -> list[tu
         ("grpc.max_concurrent_streams", MAX_CONCURRENT_STREAMS),
         # A connection that never completes its HTTP/2 handshake is closed sooner still.
         ("grpc.server_handshake_timeout_ms", _ms(min(connection_idle, MAX_HANDSHAKE))),
-        ("grpc.max_allowed_incoming_connections", connection_cap()),
+        ("grpc.max_allowed_incoming_connections", max_connections or connection_cap()),
     ]
