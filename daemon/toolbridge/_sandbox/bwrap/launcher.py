@@ -53,7 +53,7 @@ from toolbridge._sandbox.bwrap.user import (
     sandbox_uid,
     socket_path,
 )
-from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal, run_process
+from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal, lower_priority, run_process
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
@@ -153,11 +153,8 @@ class _Run:
     started: bool = False
 
     async def handshake(self, process: asyncio.subprocess.Process) -> None:
-        """Limit the blocked first sandbox process, then let it go on.
-
-        bwrap stops its child at ``--block-fd`` before anything of the command runs: the
-        child and all it starts inherit its cgroups and rlimits.
-        """
+        """Limit the blocked first sandbox process (bwrap stops it at ``--block-fd``, before
+        any of the command runs: all it starts inherits its limits), then let it go on."""
         try:
             info = await asyncio.wait_for(_read_info(self.gate_info), SETUP_TIMEOUT)
             if info is None:
@@ -167,6 +164,7 @@ class _Run:
             self.cgroups.add(gate)
             for kind, limit in self._rlimits():
                 resource.prlimit(gate, kind, limit)
+            lower_priority(gate)
             os.write(self.gate_block, b"1")
             # The inner bwrap's pids are its own namespace's: only its readiness counts.
             inner = self.inner_info
