@@ -37,6 +37,7 @@ from toolbridge._durable.keyfilter import KeyFilter
 from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
 from toolbridge._errors import RunLeaseLostError
+from toolbridge._futures import retrieve_outcome
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
@@ -321,7 +322,7 @@ class RunState:
 
     async def _run_here(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
         shared: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        shared.add_done_callback(_consume_exception)  # nobody else may have asked
+        shared.add_done_callback(retrieve_outcome)  # nobody else may have asked
         self._inflight[key] = shared
         task = asyncio.current_task()
         assert task is not None
@@ -370,8 +371,3 @@ class RunState:
                 break
             after = page[-1][0]
         return marked
-
-
-def _consume_exception(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolbridge._errors import JournalError
+from toolbridge._futures import retrieve_outcome
 
 __all__ = ["Done", "Eager", "Executor", "GroupCommit", "Pending", "awaiting"]
 
@@ -96,7 +97,7 @@ class GroupCommit:
         # Each writer has its own future: a writer cancelled while it waits cancels only its
         # wait, never the batch the others wait on.
         waiter: asyncio.Future[Any] = loop.create_future()
-        waiter.add_done_callback(_consume_exception)  # nobody may await a fire-and-forget write
+        waiter.add_done_callback(retrieve_outcome)  # nobody may await a fire-and-forget write
         pending.waiters.append(waiter)
         if not self._committing and not self._scheduled:
             if self._eager is not None and not self._eager_this_turn and self._commit_eagerly(loop):
@@ -190,8 +191,3 @@ def _settle(batch: Sequence[Pending]) -> None:
                 waiter.set_exception(pending.error)
             else:
                 waiter.set_result(pending.result)
-
-
-def _consume_exception(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from toolbridge._errors import SandboxError
+from toolbridge._futures import retrieve_outcome
 from toolbridge._sandbox.orphans import die_with_parent
 
 StopReason = Literal["timeout", "max_calls", "cancelled", "suspended"]
@@ -348,8 +349,7 @@ def _find_program(name: str, spec: LaunchSpec) -> str | None:
 def _abandon(readers: asyncio.Future[Any]) -> None:
     """Stop reading a cancelled command's output; its readers close their own pipes."""
     readers.cancel()
-    # Retrieve the outcome, or asyncio reports "exception was never retrieved" later.
-    readers.add_done_callback(lambda future: future.cancelled() or future.exception())
+    readers.add_done_callback(retrieve_outcome)
 
 
 def lower_priority(pid: int, *, group: bool = False) -> None:
