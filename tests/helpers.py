@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import textwrap
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,3 +142,24 @@ async def wait_until(condition: Callable[[], bool], timeout: float = WAIT) -> No
     async with asyncio.timeout(timeout):
         while not condition():  # noqa: ASYNC110 - nothing to wait on but the condition itself
             await asyncio.sleep(0.01)
+
+
+class Blocker:
+    """Tools for flooding a command: ``block`` waits until :attr:`release` is set (counted in
+    :attr:`entered`), ``ping`` answers at once."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.entered = 0
+
+    async def block(self) -> str:
+        self.entered += 1
+        await self.release.wait()
+        return "done"
+
+    async def ping(self) -> str:
+        return "pong"
+
+    @property
+    def tools(self) -> dict[str, Callable[[], Awaitable[str]]]:
+        return {"block": self.block, "ping": self.ping}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import WAIT, call_request, held_command, raw_call, result_of, wait_until
+from tests.helpers import WAIT, Blocker, call_request, held_command, raw_call, result_of, wait_until
 from toolbridge import Bridge, ToolOptions
 from toolbridge._calls import fairness
 
@@ -49,18 +49,8 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
 ) -> None:
     # Long enough that no blocked call stops counting while the test looks.
     monkeypatch.setattr(fairness, "COUNTED_FOR", COUNTED_FOR)
-    release = asyncio.Event()
-    entered: list[int] = []
-
-    async def block() -> str:
-        entered.append(1)
-        await release.wait()
-        return "done"
-
-    async def ping() -> str:
-        return "pong"
-
-    tools = {"block": block, "ping": ping}
+    blocker = Blocker()
+    tools = blocker.tools
     flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
     async with (
         held_command(bridge, flood_dir, tools, run_id="flood") as flood,
@@ -69,13 +59,13 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
         await holds_uncounted()
         share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)  # two commands with calls
         blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: len(entered) == share)
+        await wait_until(lambda: blocker.entered == share)
         assert result_of(await raw_call(quiet, call_request("ping"))) == "pong"  # never queued
-        assert len(entered) == share  # the flood's backlog still waits
-        release.set()
+        assert blocker.entered == share  # the flood's backlog still waits
+        blocker.release.set()
         answers = await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
         assert [result_of(a) for a in answers] == ["done"] * FLOOD
-        assert len(entered) == FLOOD
+        assert blocker.entered == FLOOD
     for held in (flood, quiet):
         result = await asyncio.wait_for(asyncio.shield(held.result), WAIT)
         assert result.exit_code == 0, result.stderr
@@ -85,43 +75,30 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
 async def test_beside_another_command_slow_calls_stop_counting_and_all_of_them_run(
     bridge: Bridge, tmp_path: Path
 ) -> None:
-    release = asyncio.Event()
-    entered: list[int] = []
-
-    async def block() -> str:  # an I/O-bound tool: it waits, the daemon does not work on it
-        entered.append(1)
-        await release.wait()
-        return "done"
-
-    tools = {"block": block}
+    blocker = Blocker()
+    tools = blocker.tools
     flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
     async with (
         held_command(bridge, flood_dir, tools, run_id="flood") as flood,
         held_command(bridge, quiet_dir, tools, run_id="quiet"),
     ):
-        # A share of one each, yet every blocked call runs: each stops counting after
-        # COUNTED_FOR (the patient fixture keeps MAX_WAIT from being what lets them in).
+        # `block` waits on an event, as an I/O-bound tool would. A share of one each, yet every
+        # blocked call runs: each stops counting after COUNTED_FOR (the patient fixture keeps
+        # MAX_WAIT from being what lets them in).
         blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: len(entered) == FLOOD)
-        release.set()
+        await wait_until(lambda: blocker.entered == FLOOD)
+        blocker.release.set()
         await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
 
 
 @pytest.mark.usefixtures("patient")
 async def test_a_command_alone_is_not_limited_by_shares(bridge: Bridge, tmp_path: Path) -> None:
-    release = asyncio.Event()
-    entered: list[int] = []
-
-    async def block() -> str:
-        entered.append(1)
-        await release.wait()
-        return "done"
-
+    blocker = Blocker()
     (alone_dir,) = _dirs(tmp_path, "alone")
-    async with held_command(bridge, alone_dir, {"block": block}, run_id="alone") as alone:
+    async with held_command(bridge, alone_dir, blocker.tools, run_id="alone") as alone:
         blocked = [asyncio.ensure_future(raw_call(alone, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: len(entered) == FLOOD)  # all at once: slow I/O keeps its parallelism
-        release.set()
+        await wait_until(lambda: blocker.entered == FLOOD)  # all at once: slow I/O keeps its parallelism
+        blocker.release.set()
         await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
 
 
@@ -130,24 +107,17 @@ async def test_a_call_waits_for_its_share_at_most_max_wait(
 ) -> None:
     monkeypatch.setattr(fairness, "MAX_WAIT", 0.2)
     monkeypatch.setattr(fairness, "COUNTED_FOR", WAIT * 2)  # only MAX_WAIT lets them in
-    release = asyncio.Event()
-    entered: list[int] = []
-
-    async def block() -> str:
-        entered.append(1)
-        await release.wait()
-        return "done"
-
+    blocker = Blocker()
     flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
-    tools = {"block": block}
+    tools = blocker.tools
     async with (
         held_command(bridge, flood_dir, tools, run_id="flood") as flood,
         held_command(bridge, quiet_dir, tools, run_id="quiet"),
     ):
         # Its own calls never end, yet the ones past its share get in after MAX_WAIT.
         blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: len(entered) == FLOOD)
-        release.set()
+        await wait_until(lambda: blocker.entered == FLOOD)
+        blocker.release.set()
         await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
 
 

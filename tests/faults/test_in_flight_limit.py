@@ -8,42 +8,41 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.helpers import WAIT, call_request, held_command, raw_call, raw_status, result_of, wait_until
+from tests.helpers import (
+    WAIT,
+    Blocker,
+    call_request,
+    held_command,
+    raw_call,
+    raw_status,
+    result_of,
+    wait_until,
+)
 from toolbridge import Bridge, ToolOptions
 
 
 async def test_a_call_past_max_in_flight_gets_resource_exhausted_and_other_commands_are_unaffected(
     bridge: Bridge, tmp_path: Path
 ) -> None:
-    release = asyncio.Event()
-    entered: list[int] = []
-
-    async def block() -> str:
-        entered.append(1)
-        await release.wait()
-        return "done"
-
-    async def ping() -> str:
-        return "pong"
-
+    blocker = Blocker()
     flooded_dir, other_dir = tmp_path / "flooded", tmp_path / "other"
     flooded_dir.mkdir()
     other_dir.mkdir()
     # The held command's own `hold` call is in flight throughout: two more fill its three slots.
     options = ToolOptions(max_in_flight=3)
-    tools = {"block": block, "ping": ping}
+    tools = blocker.tools
     async with (
         held_command(bridge, flooded_dir, tools, run_id="flood", tool_options=options) as flooded,
         held_command(bridge, other_dir, tools, run_id="other", tool_options=options) as other,
     ):
         blocked = [asyncio.ensure_future(raw_call(flooded, call_request("block"))) for _ in range(2)]
-        await wait_until(lambda: len(entered) == 2)
+        await wait_until(lambda: blocker.entered == 2)
         refused = await raw_status(flooded, call_request("ping"))
         assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "already has 3 tool calls in flight" in str(refused.details())
         assert "retry in 100 ms" in str(refused.details())
         assert result_of(await raw_call(other, call_request("ping"))) == "pong"  # its own slots
-        release.set()
+        blocker.release.set()
         assert [
             result_of(response) for response in await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
         ] == [
