@@ -68,7 +68,10 @@ async def test_a_stream_past_max_streams_is_refused_and_other_commands_keep_work
             assert await ping_on(first) == "pong"
             assert result_of(await raw_call(flood, call_request("ping"))) == "pong"
             assert result_of(await raw_call(other, call_request("ping"))) == "pong"
-            async with open_stream(channel, other) as others:
+            async with (
+                aio.insecure_channel(other.address) as others_channel,  # its own socket
+                open_stream(others_channel, other) as others,
+            ):
                 assert await ping_on(others) == "pong"
             await second.done_writing()
             assert await asyncio.wait_for(second.read(), WAIT) == aio.EOF  # its slot is given back

@@ -33,6 +33,17 @@ async def test_missing_and_forged_tokens_are_unauthenticated(bridge: Bridge, tmp
             assert error.code() == grpc.StatusCode.UNAUTHENTICATED, token
 
 
+async def test_a_commands_socket_takes_only_its_own_token(bridge: Bridge, tmp_path: Path) -> None:
+    async with (
+        held_command(bridge, tmp_path, {"add": add}, run_id="a", name="a") as first,
+        held_command(bridge, tmp_path, {"secret": secret}, run_id="b", name="b") as second,
+    ):
+        assert first.address != second.address  # each command has a socket of its own
+        refused = await raw_status(first, call_request("secret"), token=second.token)
+        assert refused.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert result_of(await raw_call(second, call_request("secret"))) == "only for the other command"
+
+
 async def test_another_commands_tool_is_the_same_not_found_as_no_tool(bridge: Bridge, tmp_path: Path) -> None:
     async with (
         held_command(bridge, tmp_path, {"add": add}, run_id="a", name="a") as first,

@@ -219,7 +219,7 @@ async def execute_command(
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
-        async with _door(services, options) as (address, socket_dir):
+        async with _door(services, scope) as (address, socket_dir):
             environment = {**command_environment(services, address, token, env), **span.environment(env)}
             environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
             spec = LaunchSpec(
@@ -257,8 +257,8 @@ async def execute_command(
     return rec, outcome, stale
 
 
-def _door(services: Services, options: ToolOptions) -> AbstractAsyncContextManager[tuple[str, Path | None]]:
+def _door(services: Services, scope: CommandScope) -> AbstractAsyncContextManager[tuple[str, Path | None]]:
     """The command's own socket (capped at its ``max_connections``), or the bridge's on TCP."""
     if services.doors is None:
         return contextlib.nullcontext((services.address, services.socket_dir))
-    return services.doors.open(options.max_connections)
+    return services.doors.open(scope, scope.options.max_connections)

@@ -23,8 +23,11 @@ __all__ = ["CommandDoors", "Services", "command_environment"]
 class CommandDoors(Protocol):
     """Gives each command a socket of its own while it runs (``_server.doors``)."""
 
-    def open(self, max_connections: int) -> AbstractAsyncContextManager[tuple[str, Path]]:
-        """The command's address and the directory holding its socket, until it ends."""
+    def open(
+        self, scope: CommandScope, max_connections: int
+    ) -> AbstractAsyncContextManager[tuple[str, Path]]:
+        """The command's address and the directory holding its socket, until it ends; only the
+        command's own token is taken there."""
         ...
 
 

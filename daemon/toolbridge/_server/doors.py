@@ -7,8 +7,9 @@ each command gets a door: a gRPC server of its own (the same servicer, about 0.2
 70 KiB to start) on a Unix socket in a directory of its own, capped at the command's
 ``ToolOptions.max_connections`` (gRPC's ``grpc.max_allowed_incoming_connections``). Its
 environment names that socket, and a bubblewrap sandbox sees that directory and no other
-socket of the daemon's. When the command ends its door stops taking calls, lets the calls
-still in flight finish, and goes, with the connections its sandbox left open.
+socket of the daemon's; the door takes only its own command's token. When the command ends
+its door stops taking calls, lets the calls still in flight finish, and goes, with the
+connections its sandbox left open.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from grpc import aio
 
+from toolbridge._calls.scope import CommandScope
 from toolbridge._server.service import Authenticate, start_server
 
 __all__ = ["Doors"]
@@ -51,12 +53,18 @@ class Doors:
         self._closing: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
-    async def open(self, max_connections: int) -> AsyncIterator[tuple[str, Path]]:
-        """A door for one command while it runs: its address and its directory."""
+    async def open(self, scope: CommandScope, max_connections: int) -> AsyncIterator[tuple[str, Path]]:
+        """A door for the command of ``scope`` while it runs: its address and its directory."""
         directory = Path(tempfile.mkdtemp(prefix="command-", dir=self._parent))
+        authenticate = self._authenticate
+
+        async def own_token_only(token: str) -> CommandScope | None:
+            granted = await authenticate(token)
+            return granted if granted is scope else None
+
         try:
             server, (address,) = await start_server(
-                self._authenticate,
+                own_token_only,
                 [f"unix:{directory / SOCKET_NAME}"],
                 max_request_bytes=self._limits[0],
                 connection_idle=self._limits[1],
