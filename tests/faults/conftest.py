@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+import resource
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 
 MIB = 1024 * 1024
+DAEMON_DESCRIPTORS = 1024
+"""The daemon's descriptor limit under ``low_descriptor_limit`` (its own socket's cap: 512)."""
+
 LIMITS = SandboxLimits(memory=256 * MIB, processes=64, open_files=256, cpu_time=60, tmp_size=16 * MIB)
 
 
@@ -49,3 +53,14 @@ async def any_bridge(request: pytest.FixtureRequest, journal_path: Path) -> Asyn
     sandbox: Launcher = ProcessLauncher() if request.param == "process" else BwrapLauncher(limits=LIMITS)
     async with Bridge(journal=journal_path, sandbox=sandbox) as opened:
         yield opened
+
+
+@pytest.fixture
+def low_descriptor_limit() -> Iterator[None]:
+    """The test process (the daemon) runs with DAEMON_DESCRIPTORS descriptors."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (DAEMON_DESCRIPTORS, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -5,6 +5,27 @@ Each is the whole program a user would write: a ``Bridge`` embedded in ``asyncio
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+
+from tests.helpers import WAIT
+
+
+@contextlib.asynccontextmanager
+async def sigkilled_at_the_end(host: asyncio.subprocess.Process) -> AsyncIterator[None]:
+    """Kill ``host`` with SIGKILL once the block is done (and reap it even if the block fails)."""
+    try:
+        yield
+        host.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(host.wait(), WAIT)
+    finally:
+        if host.returncode is None:
+            host.kill()
+            await host.wait()
+
+
 GRACEFUL_HOST = """
 import asyncio, sys
 from toolbridge import Bridge, tool

@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import LIMITS
+from tests.faults.conftest import DAEMON_DESCRIPTORS, LIMITS
 from tests.helpers import WAIT
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge, ToolOptions
@@ -25,7 +24,6 @@ from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._server.transport import connection_cap
 
-DAEMON_DESCRIPTORS = 1024
 CONNECTIONS = 1500
 
 FLOODER = """
@@ -66,14 +64,33 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture
-def low_descriptor_limit() -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (DAEMON_DESCRIPTORS, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+def flood_launcher(launcher: str) -> Launcher:
+    """The launcher, with room under bwrap for the flooder's descriptors."""
+    if launcher == "process":
+        return ProcessLauncher()
+    return BwrapLauncher(limits=dataclasses.replace(LIMITS, open_files=4096))
+
+
+class FloodTools:
+    """The flooder's tools: ``ping``; ``flooded`` reports how many it opened; ``hold`` waits
+    until :attr:`release` is set."""
+
+    def __init__(self) -> None:
+        self.opened: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.release = asyncio.Event()
+
+    async def ping(self) -> str:
+        return "pong"
+
+    async def report(self, opened: int) -> None:
+        self.opened.set_result(opened)
+
+    async def hold(self) -> None:
+        await self.release.wait()
+
+    @property
+    def tools(self) -> dict[str, Callable[..., Awaitable[object]]]:
+        return {"ping": self.ping, "flooded": self.report, "hold": self.hold}
 
 
 def _descriptors() -> int:
@@ -88,32 +105,19 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
     if launcher == "bwrap" and BWRAP_UNAVAILABLE is not None:
         pytest.skip(BWRAP_UNAVAILABLE)
     assert connection_cap() == DAEMON_DESCRIPTORS // 2
-    sandbox: Launcher = (
-        ProcessLauncher()
-        if launcher == "process"
-        else BwrapLauncher(limits=dataclasses.replace(LIMITS, open_files=4096))
-    )
+    sandbox = flood_launcher(launcher)
     flooder = write_script("flooder.py", FLOODER.format(connections=CONNECTIONS))
     other = write_script("other.py", OTHER)
-    flooded: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    release, stop_other = asyncio.Event(), asyncio.Event()
+    flood = FloodTools()
+    stop_other = asyncio.Event()
     other_calls = 0
     during_flood, other_connected = asyncio.Event(), asyncio.Event()
-
-    async def ping() -> str:
-        return "pong"
-
-    async def report(opened: int) -> None:
-        flooded.set_result(opened)
-
-    async def hold() -> None:
-        await release.wait()
 
     async def more() -> bool:
         nonlocal other_calls
         other_calls += 1
         other_connected.set()
-        if flooded.done() and other_calls >= marks[0] + 50:
+        if flood.opened.done() and other_calls >= marks[0] + 50:
             during_flood.set()  # fifty calls answered while the flood holds its connections
         return not stop_other.is_set()
 
@@ -135,11 +139,11 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
             flood_step.sandbox.commands.run(
                 "flooder",
                 ["python3", str(flooder)],
-                tools={"ping": ping, "flooded": report, "hold": hold},
+                tools=flood.tools,
                 cwd=work_dir,
             )
         )
-        opened = await asyncio.wait_for(asyncio.shield(flooded), WAIT)
+        opened = await asyncio.wait_for(asyncio.shield(flood.opened), WAIT)
         marks[0] = other_calls
         # Every connection was accepted, and the daemon kept at most its cap of them:
         # the descriptors it needs for everything else are still there.
@@ -148,7 +152,7 @@ async def test_a_sandbox_opening_1500_connections_leaves_the_daemon_descriptors_
         await asyncio.wait_for(during_flood.wait(), WAIT)
         with open(os.devnull) as spare:  # the host can still open a file
             assert spare.fileno() > 0
-        release.set()
+        flood.release.set()
         flood_result = await asyncio.wait_for(flood_task, WAIT)
         assert flood_result.exit_code == 0, flood_result.stderr
         stop_other.set()

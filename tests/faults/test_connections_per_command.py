@@ -10,36 +10,20 @@ until idle connections closed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
-import resource
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import LIMITS
-from tests.faults.test_connection_cap import FLOODER, OTHER
+from tests.faults.test_connection_cap import FLOODER, OTHER, FloodTools, flood_launcher
 from tests.helpers import WAIT, wait_until
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge, ToolOptions
-from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
 from toolbridge._server.transport import connection_cap
 
-DAEMON_DESCRIPTORS = 1024  # the bridge's own socket is capped at 512
 CONNECTIONS = 1200
 CAP = 16
-
-
-@pytest.fixture
-def low_descriptor_limit() -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (DAEMON_DESCRIPTORS, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def _socket_descriptors() -> int:
@@ -60,25 +44,11 @@ async def test_a_command_holds_at_most_its_connections_and_a_command_started_aft
     if launcher == "bwrap" and BWRAP_UNAVAILABLE is not None:
         pytest.skip(BWRAP_UNAVAILABLE)
     assert connection_cap() < CONNECTIONS  # one shared cap would be full
-    sandbox: Launcher = (
-        ProcessLauncher()
-        if launcher == "process"
-        else BwrapLauncher(limits=dataclasses.replace(LIMITS, open_files=4096))
-    )
+    sandbox = flood_launcher(launcher)
     flooder = write_script("flooder.py", FLOODER.format(connections=CONNECTIONS))
     other = write_script("other.py", OTHER)
-    flooded: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    release = asyncio.Event()
+    flood = FloodTools()
     other_calls = 0
-
-    async def ping() -> str:
-        return "pong"
-
-    async def report(opened: int) -> None:
-        flooded.set_result(opened)
-
-    async def hold() -> None:
-        await release.wait()
 
     async def more() -> bool:
         nonlocal other_calls
@@ -95,12 +65,12 @@ async def test_a_command_holds_at_most_its_connections_and_a_command_started_aft
             flood_step.sandbox.commands.run(
                 "flooder",
                 ["python3", str(flooder)],
-                tools={"ping": ping, "flooded": report, "hold": hold},
+                tools=flood.tools,
                 tool_options=ToolOptions(max_connections=CAP),
                 cwd=work_dir,
             )
         )
-        assert await asyncio.wait_for(asyncio.shield(flooded), WAIT) == CONNECTIONS
+        assert await asyncio.wait_for(asyncio.shield(flood.opened), WAIT) == CONNECTIONS
         # Every connection past the cap was closed as it opened (a few may still be closing).
         assert _socket_descriptors() - before < CAP + 16
         # A command started now connects afresh, to its own socket, and is served.
@@ -110,7 +80,7 @@ async def test_a_command_holds_at_most_its_connections_and_a_command_started_aft
         other_result = await asyncio.wait_for(other_run, WAIT)
         assert other_result.exit_code == 0, other_result.stderr
         assert other_calls == 50
-        release.set()
+        flood.release.set()
         flood_result = await asyncio.wait_for(flood_task, WAIT)
         assert flood_result.exit_code == 0, flood_result.stderr
         # The commands' doors went with them, and the connections their sandboxes held.

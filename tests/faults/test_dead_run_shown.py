@@ -10,13 +10,12 @@ import asyncio
 import json
 import os
 import secrets
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.faults.host_programs import SLEEPING_HOST
+from tests.faults.host_programs import SLEEPING_HOST, sigkilled_at_the_end
 from tests.faults.test_graceful_shutdown import processes_with
 from tests.helpers import wait_until
 from toolbridge._journal.base import open_journal
@@ -61,7 +60,7 @@ async def test_a_run_whose_host_was_sigkilled_is_shown_interrupted_once_its_leas
         str(LEASE),
         stdout=asyncio.subprocess.PIPE,
     )
-    try:
+    async with sigkilled_at_the_end(host):
         assert host.stdout is not None
         await asyncio.wait_for(host.stdout.readline(), WAIT)
         await wait_until(lambda: bool(processes_with(marker)))
@@ -72,12 +71,6 @@ async def test_a_run_whose_host_was_sigkilled_is_shown_interrupted_once_its_leas
         (alive,) = await runs_json(journal_path)
         assert alive["status"] == "running"
         assert alive["owner"] is not None
-        host.send_signal(signal.SIGKILL)
-        await asyncio.wait_for(host.wait(), WAIT)
-    finally:
-        if host.returncode is None:
-            host.kill()
-            await host.wait()
     (dead,) = await runs_json(journal_path)
     await wait_until(lambda: time.time() > dead["lease_expires_at"])
     (dead,) = await runs_json(journal_path)

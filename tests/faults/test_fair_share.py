@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import WAIT, Blocker, call_request, held_command, raw_call, result_of, wait_until
+from tests.helpers import (
+    WAIT,
+    Blocker,
+    HeldCommand,
+    call_request,
+    held_command,
+    raw_call,
+    result_of,
+    wait_until,
+)
 from toolbridge import Bridge, ToolOptions
 from toolbridge._calls import fairness
 
@@ -34,6 +43,14 @@ def patient(monkeypatch: pytest.MonkeyPatch) -> None:
 async def holds_uncounted() -> None:
     """Each command's `hold` has run for COUNTED_FOR: no longer held against its share."""
     await wait_until(lambda: fairness.fair_share().counted() == 0)
+
+
+async def every_blocked_call_runs(held: HeldCommand, blocker: Blocker) -> None:
+    """FLOOD calls of ``block`` from ``held``: all of them enter before any is released."""
+    blocked = [asyncio.ensure_future(raw_call(held, call_request("block"))) for _ in range(FLOOD)]
+    await wait_until(lambda: blocker.entered == FLOOD)
+    blocker.release.set()
+    await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
 
 
 def _dirs(tmp_path: Path, *names: str) -> list[Path]:
@@ -85,10 +102,7 @@ async def test_beside_another_command_slow_calls_stop_counting_and_all_of_them_r
         # `block` waits on an event, as an I/O-bound tool would. A share of one each, yet every
         # blocked call runs: each stops counting after COUNTED_FOR (the patient fixture keeps
         # MAX_WAIT from being what lets them in).
-        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: blocker.entered == FLOOD)
-        blocker.release.set()
-        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+        await every_blocked_call_runs(flood, blocker)
 
 
 @pytest.mark.usefixtures("patient")
@@ -96,10 +110,7 @@ async def test_a_command_alone_is_not_limited_by_shares(bridge: Bridge, tmp_path
     blocker = Blocker()
     (alone_dir,) = _dirs(tmp_path, "alone")
     async with held_command(bridge, alone_dir, blocker.tools, run_id="alone") as alone:
-        blocked = [asyncio.ensure_future(raw_call(alone, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: blocker.entered == FLOOD)  # all at once: slow I/O keeps its parallelism
-        blocker.release.set()
-        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+        await every_blocked_call_runs(alone, blocker)  # all at once: slow I/O keeps its parallelism
 
 
 async def test_a_call_waits_for_its_share_at_most_max_wait(
@@ -115,10 +126,7 @@ async def test_a_call_waits_for_its_share_at_most_max_wait(
         held_command(bridge, quiet_dir, tools, run_id="quiet"),
     ):
         # Its own calls never end, yet the ones past its share get in after MAX_WAIT.
-        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
-        await wait_until(lambda: blocker.entered == FLOOD)
-        blocker.release.set()
-        await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+        await every_blocked_call_runs(flood, blocker)
 
 
 async def test_calls_beyond_max_call_rate_wait_their_turn_and_none_is_refused(

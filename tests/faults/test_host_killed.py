@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.faults.host_programs import SLEEPING_HOST
+from tests.faults.host_programs import SLEEPING_HOST, sigkilled_at_the_end
 from tests.faults.test_graceful_shutdown import processes_with
 from tests.helpers import wait_until
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
@@ -66,17 +65,11 @@ async def test_a_sigkilled_host_takes_its_sandbox_along_and_the_next_bridge_remo
         pytest.skip(BWRAP_UNAVAILABLE)
     marker = "sleeper-" + secrets.token_hex(6)
     host, address = await start_host(tmp_path, str(journal_path), sandbox, str(work_dir), marker)
-    try:
+    async with sigkilled_at_the_end(host):
         socket_dir = Path(address.removeprefix("unix:")).parent
         # The command itself, past the wrapper that arms its parent-death signal.
         await wait_until(lambda: bool(sleepers(marker, host)))
         groups = cgroups_of(host.pid)
-        host.send_signal(signal.SIGKILL)
-        await asyncio.wait_for(host.wait(), WAIT)
-    finally:
-        if host.returncode is None:
-            host.kill()
-            await host.wait()
     # Every stage of the sandbox dies with the daemon (bwrap, setpriv, the command).
     await wait_until(lambda: not processes_with(marker), timeout=15)
     assert socket_dir.name.startswith(f"toolbridge-{host.pid}-")
@@ -100,14 +93,8 @@ async def test_what_a_process_launcher_command_left_behind_a_sigkilled_host_is_k
     marker = "orphan-" + secrets.token_hex(6)
     argv = (str(journal_path), "process", str(work_dir), marker, "30", "background")
     host, _ = await start_host(tmp_path, *argv)
-    try:
+    async with sigkilled_at_the_end(host):
         await wait_until(lambda: bool(sleepers(marker, host)))
-        host.send_signal(signal.SIGKILL)
-        await asyncio.wait_for(host.wait(), WAIT)
-    finally:
-        if host.returncode is None:
-            host.kill()
-            await host.wait()
     # The shell died with the daemon; its child never had the parent-death signal.
     await wait_until(lambda: not [pid for pid in processes_with(marker) if pid not in sleepers(marker, host)])
     (orphan,) = sleepers(marker, host)
