@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -163,3 +164,23 @@ class Blocker:
     @property
     def tools(self) -> dict[str, Callable[[], Awaitable[str]]]:
         return {"block": self.block, "ping": self.ping}
+
+
+async def client_elsewhere(
+    tmp_path: Path, client: str, argument: str, address: str, token: str, timeout: float = WAIT
+) -> list[Any]:
+    """Run ``client`` (a script) in its own process, as a sandbox the daemon did not start,
+    with ``argument``; the JSON lines it printed."""
+    script = tmp_path / "client.py"
+    script.write_text(client)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        argument,
+        env={"TOOLBRIDGE_ADDRESS": address, "TOOLBRIDGE_TOKEN": token, "PATH": "/usr/bin:/bin"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode == 0, stderr.decode()
+    return [json.loads(line) for line in stdout.decode().splitlines()]

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import client_elsewhere
 from toolbridge import Bridge
 from toolbridge._records import StepRecord
 
@@ -43,19 +42,7 @@ def records_alive(run_id: str) -> int:
 
 
 async def sandbox_elsewhere(tmp_path: Path, address: str, token: str, calls: int) -> list[Any]:
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(script),
-        str(calls),
-        env={"TOOLBRIDGE_ADDRESS": address, "TOOLBRIDGE_TOKEN": token, "PATH": "/usr/bin:/bin"},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode == 0, stderr.decode()
-    return [json.loads(line) for line in stdout.decode().splitlines()]
+    return await client_elsewhere(tmp_path, CLIENT, str(calls), address, token, timeout=WAIT)
 
 
 async def test_a_sidecar_token_making_thousands_of_calls_holds_a_bounded_part_of_its_run(

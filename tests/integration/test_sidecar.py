@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from grpc import aio
 
 from inngest_tools._proto import toolbridge_pb2 as pb
 from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
+from tests.helpers import client_elsewhere
 from toolbridge import Bridge, SidecarToken, ToolbridgeError
 
 CLIENT = """
@@ -45,19 +45,7 @@ async def sandbox_elsewhere(
     tmp_path: Path, address: str, token: str, calls: list[tuple[str, list[Any]]]
 ) -> list[dict[str, Any]]:
     """Run the client in its own process, as a sandbox the daemon did not start."""
-    script = tmp_path / "client.py"
-    script.write_text(CLIENT)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(script),
-        json.dumps(calls),
-        env={"TOOLBRIDGE_ADDRESS": address, "TOOLBRIDGE_TOKEN": token, "PATH": "/usr/bin:/bin"},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode == 0, stderr.decode()
-    return [json.loads(line) for line in stdout.decode().splitlines()]
+    return await client_elsewhere(tmp_path, CLIENT, json.dumps(calls), address, token, timeout=WAIT)
 
 
 class Inventory:
