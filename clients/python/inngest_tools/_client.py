@@ -2,12 +2,16 @@
 
 Calls are multiplexed over a single long-lived ``CallToolStream``: a message on an open stream
 costs about half of a unary RPC. Each call carries an id, and its answer may come back in any
-order. This is the one module that imports the generated code.
+order. Calls made while a write is in flight wait in an outbox and go out together, in one
+message, once the daemon has said it reads batches (and answers come back batched the same
+way): many calls in flight cost few messages. This is the one module that imports the
+generated code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import os
@@ -26,6 +30,10 @@ from inngest_tools._trace import current_traceparent
 ADDRESS_VARIABLE = "TOOLBRIDGE_ADDRESS"
 TOKEN_VARIABLE = "TOOLBRIDGE_TOKEN"
 TOKEN_METADATA_KEY = "x-toolbridge-token"
+BATCHES_METADATA_KEY = "x-toolbridge-batches"
+BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes"
+BATCH_ENTRY_BYTES = 6
+"""What a call adds to a batch besides itself: its field tag and length in ``more``."""
 TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
 
 FORMATS = {
@@ -139,40 +147,55 @@ class _Connection:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.waiting: dict[int, Any] = {}  # call_id -> CallWaiting, for calls waiting on a person
         self._ids = itertools.count(1)
-        self._write_lock = asyncio.Lock()
+        self._outbox: collections.deque[pb.CallToolStreamRequest] = collections.deque()
+        self._writing = False  # a write is in flight: calls made now wait in the outbox
+        self._drainer: asyncio.Task[None] | None = None
+        self._batch_bytes = 0  # the largest batch the open stream reads; 0 until the daemon says
 
     def _open_stream(self) -> Any:
         if self._stream is None:
-            self._stream = self._stub.CallToolStream(metadata=self._metadata)
+            self._batch_bytes = 0
+            self._stream = self._stub.CallToolStream(metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1")))
             self._reader = self.loop.create_task(self._read(self._stream))
         return self._stream
 
     async def _read(self, stream: Any) -> None:
         failure: ToolError
         try:
-            async for answer in stream:
-                if answer.WhichOneof("answer") == "waiting":
-                    # Not an answer: the call waits for a person, for as long as it takes.
-                    # This client sets no deadline on a call, so there is none to lift; the
-                    # call stays pending until its answer arrives.
-                    self.waiting[answer.call_id] = answer.waiting
-                    continue
-                self.waiting.pop(answer.call_id, None)
-                future = self._pending.pop(answer.call_id, None)
-                if future is not None and not future.done():
-                    future.set_result(answer)
+            self._batch_bytes = _batch_bytes(await stream.initial_metadata())
+            async for message in stream:
+                self._answer(message)
+                for answer in message.more:
+                    self._answer(answer)
             failure = ToolError("the connection to the daemon closed", type="Unavailable", retryable=True)
         except grpc.RpcError as exc:
             failure = _rpc_error(exc)
         except asyncio.CancelledError:
             failure = ToolError("the connection to the daemon was closed", type="Unavailable", retryable=True)
-        # The stream is gone: fail what it carried, and let the next call open a new one.
+        except Exception as exc:  # an answer this client cannot read: fail the calls, never hang
+            failure = ToolError(f"the daemon's answer could not be read: {exc!r}", type="ProtocolError")
+            stream.cancel()
+        # The stream is gone: fail what it carried and what waits to be sent (so that nothing
+        # failed here runs later on another stream), and let the next call open a new one.
         if self._stream is stream:
             self._stream = None
+            self._outbox.clear()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(failure)
         self._pending.clear()
+
+    def _answer(self, answer: Any) -> None:
+        if answer.WhichOneof("answer") == "waiting":
+            # Not an answer: the call waits for a person, for as long as it takes. This client
+            # sets no deadline on a call, so there is none to lift; the call stays pending
+            # until its answer arrives.
+            self.waiting[answer.call_id] = answer.waiting
+            return
+        self.waiting.pop(answer.call_id, None)
+        future = self._pending.pop(answer.call_id, None)
+        if future is not None and not future.done():
+            future.set_result(answer)
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
@@ -185,25 +208,55 @@ class _Connection:
             ) from None
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
-        stream: Any = None
-        try:
-            async with self._write_lock:
-                stream = self._open_stream()
-                await stream.write(request)
-        except (grpc.RpcError, asyncio.InvalidStateError) as exc:
-            self._pending.pop(call_id, None)
-            if isinstance(exc, grpc.RpcError):
-                raise _rpc_error(exc) from None
-            # The stream ended before the write: the daemon's status says why (for example
-            # a revoked token), unless the connection itself is gone.
-            if stream is not None:
-                code = await stream.code()
-                if code is not None and code != grpc.StatusCode.OK:
-                    raise _status_error(code.value[0], await stream.details() or code.name) from None
-            raise ToolError(
-                "the connection to the daemon closed", type="Unavailable", retryable=True
-            ) from None
+        self._outbox.append(request)
+        if not self._writing:
+            await self._write_first()
         return await future
+
+    async def _write_first(self) -> None:
+        """Write what the outbox holds; a task writes what comes meanwhile (not this caller)."""
+        self._writing = True
+        try:
+            await self._write_batch()
+        finally:
+            if self._outbox:
+                self._drainer = self.loop.create_task(self._drain())
+            else:
+                self._writing = False
+
+    async def _drain(self) -> None:
+        try:
+            while self._outbox:
+                await self._write_batch()
+        finally:
+            self._writing = False
+
+    async def _write_batch(self) -> None:
+        stream = self._open_stream()
+        batch = self._take_batch()
+        message = batch[0]
+        if len(batch) > 1:
+            message.more.extend(batch[1:])
+        try:
+            await stream.write(message)
+        except (grpc.RpcError, asyncio.InvalidStateError) as exc:
+            failure = await _write_failure(exc, stream)
+            for request in batch:
+                future = self._pending.pop(request.call_id, None)
+                if future is not None and not future.done():
+                    future.set_exception(failure)
+
+    def _take_batch(self) -> list[pb.CallToolStreamRequest]:
+        """The next message's calls: the first waiting, and as many more as the daemon reads."""
+        outbox = self._outbox
+        batch = [outbox.popleft()]
+        if not outbox or not self._batch_bytes:
+            return batch
+        size = batch[0].ByteSize()
+        while outbox and size + (more := outbox[0].ByteSize() + BATCH_ENTRY_BYTES) <= self._batch_bytes:
+            batch.append(outbox.popleft())
+            size += more
+        return batch
 
     async def list_tools(self, format_value: pb.DefinitionFormat) -> Any:
         try:
@@ -212,6 +265,29 @@ class _Connection:
             )
         except grpc.RpcError as exc:
             raise _rpc_error(exc) from None
+
+
+def _batch_bytes(metadata: Any) -> int:
+    """The largest batch the daemon said it reads, from a stream's initial metadata (0: none)."""
+    for key, value in metadata or ():
+        if key == BATCH_BYTES_METADATA_KEY:
+            try:
+                return max(0, int(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+async def _write_failure(exc: BaseException, stream: Any) -> ToolError:
+    """What a call whose write failed is told."""
+    if isinstance(exc, grpc.RpcError):
+        return _rpc_error(exc)
+    # The stream ended before the write: the daemon's status says why (for example a revoked
+    # token), unless the connection itself is gone.
+    code = await stream.code()
+    if code is not None and code != grpc.StatusCode.OK:
+        return _status_error(code.value[0], await stream.details() or code.name)
+    return ToolError("the connection to the daemon closed", type="Unavailable", retryable=True)
 
 
 _connections: dict[int, _Connection] = {}

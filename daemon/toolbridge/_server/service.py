@@ -45,11 +45,15 @@ from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
 from toolbridge._server.replies import Replies
-from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, server_options
+from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, ENVELOPE_BYTES, server_options
 
 log = logging.getLogger("toolbridge")
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
+BATCHES_METADATA_KEY = "x-toolbridge-batches"
+"""Sent by a client opening a call stream ("1"): it sends and reads batches (``more``)."""
+BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes"
+"""The daemon's answer to it: the largest message (so the largest batch) the stream reads."""
 SERVICE_NAME = "toolbridge.v1.ToolBridgeService"
 
 DEFAULT_MAX_REQUEST_BYTES = ToolOptions().max_request_bytes
@@ -70,11 +74,19 @@ Authenticate = Callable[[str], Awaitable[CommandScope | None]]
 UNAUTHENTICATED_MESSAGE = "missing, unknown, expired or revoked token"
 
 
-def _token(context: aio.ServicerContext) -> str:
+def _metadata(context: aio.ServicerContext, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
-        if key == TOKEN_METADATA_KEY:
+        if key == name:
             return str(value)
     return ""
+
+
+def _token(context: aio.ServicerContext) -> str:
+    return _metadata(context, TOKEN_METADATA_KEY)
+
+
+def _reads_batches(context: aio.ServicerContext) -> bool:
+    return _metadata(context, BATCHES_METADATA_KEY) == "1"
 
 
 @dataclass(frozen=True)
@@ -165,25 +177,56 @@ def _parse_call(data: bytes) -> pb.CallToolRequest:
     raise _utf8_problem(lenient)
 
 
-def _parse_stream_call(data: bytes) -> tuple[int, pb.CallToolRequest | ProtocolError]:
-    """The call id and the call, or why that call is refused.
+StreamCall = tuple[int, "pb.CallToolRequest | ProtocolError"]
+"""One call read from a stream: its id, and the call or why it is refused."""
+
+
+def _parse_stream_calls(data: bytes) -> list[StreamCall]:
+    """The calls one stream message carries (its own, then those in ``more``).
 
     Raises:
-        ProtocolError: when not even the call id can be read: the message is not a
+        ProtocolError: when not even the call ids can be read: the message is not a
             ``CallToolStreamRequest`` at all, and there is no call to answer.
     """
     try:
         request = pb.CallToolStreamRequest.FromString(data)
-        return request.call_id, request.call
     except DecodeError:
-        pass
+        return _parse_leniently(data)
+    if not request.more:
+        return [(request.call_id, request.call)]
+    calls: list[StreamCall] = [(request.call_id, request.call)]
+    for entry in request.more:
+        calls.append((entry.call_id, _NESTED if entry.more else entry.call))
+    return calls
+
+
+_NESTED = ProtocolError("INVALID_ARGUMENT", "a call in a batch carries more calls of its own")
+
+
+def _parse_leniently(data: bytes) -> list[StreamCall]:
     try:
         lenient: Any = _LenientStreamCall.FromString(data)
     except DecodeError:
         raise ProtocolError(
             "INVALID_ARGUMENT", "a message on the stream is not a CallToolStreamRequest"
         ) from None
-    return lenient.call_id, _utf8_problem(lenient.call)
+    calls: list[StreamCall] = []
+    for depth, entry in ((0, lenient), *((1, entry) for entry in lenient.more)):
+        if depth and entry.more:
+            calls.append((entry.call_id, _NESTED))
+            continue
+        try:
+            calls.append((entry.call_id, pb.CallToolRequest.FromString(entry.call.SerializeToString())))
+        except DecodeError:
+            calls.append((entry.call_id, _utf8_problem(entry.call)))
+    return calls
+
+
+def _batch(answers: list[pb.CallToolStreamResponse]) -> pb.CallToolStreamResponse:
+    """One message carrying ``answers`` (the first in its own fields, the rest in ``more``)."""
+    first = answers[0]
+    first.more.extend(answers[1:])
+    return first
 
 
 def _parse_list(data: bytes) -> pb.ListToolsRequest:
@@ -216,8 +259,9 @@ def _waiting(req: ApprovalRequest) -> pb.CallWaiting:
 class _Servicer:
     """The three RPCs. Each catches everything and answers through :func:`_status`."""
 
-    def __init__(self, authenticate: Authenticate) -> None:
+    def __init__(self, authenticate: Authenticate, read_limit: int) -> None:
         self._authenticate = authenticate
+        self._read_limit = read_limit  # the largest message the transport reads
 
     async def _scope(self, token: str) -> CommandScope:
         scope = await self._authenticate(token)
@@ -269,7 +313,10 @@ class _Servicer:
             held.enter_context(stream_slot(opening))
         except ProtocolError as exc:  # too many open: refused before any call is read
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
-        replies = Replies(context)
+        batches = _reads_batches(context)
+        if batches:  # say how large a batch this stream reads
+            await context.send_initial_metadata(((BATCH_BYTES_METADATA_KEY, str(self._read_limit)),))
+        replies = Replies(context, _batch if batches else None)
         # A task per call, never cancelled when the stream ends: a call that started runs to
         # its recorded outcome (so it runs in its own task: see call_tool's ``detached``).
         calls: set[asyncio.Task[None]] = set()
@@ -298,13 +345,14 @@ class _Servicer:
         try:
             async for data in request_iterator:
                 try:
-                    call_id, call = _parse_stream_call(data)
+                    read = _parse_stream_calls(data)
                 except ProtocolError as exc:
                     ending = _status(exc, "CallToolStream")  # no call id: end the stream
                     break
-                task = asyncio.create_task(answer(call_id, call))
-                calls.add(task)
-                task.add_done_callback(calls.discard)
+                for call_id, call in read:
+                    task = asyncio.create_task(answer(call_id, call))
+                    calls.add(task)
+                    task.add_done_callback(calls.discard)
             while calls:  # unlike gather, a wait cancelled (the client left) cancels no call
                 await asyncio.wait(set(calls))
         finally:
@@ -382,7 +430,7 @@ async def start_server(
         max_request_bytes=max_request_bytes, connection_idle=connection_idle, max_connections=max_connections
     )
     server = aio.server(options=options)
-    handlers = _handlers(_Servicer(authenticate))
+    handlers = _handlers(_Servicer(authenticate, max_request_bytes + ENVELOPE_BYTES))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
     bound: list[str] = []

@@ -25,35 +25,35 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolbridge/v1/toolbridge.proto\x12\rtoolbridge.v1\"z\n\x0f\x43\x61llToolRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12!\n\x19positional_arguments_json\x18\x02 \x01(\x0c\x12\x1c\n\x14named_arguments_json\x18\x03 \x01(\x0c\x12\x13\n\x0btraceparent\x18\x04 \x01(\t\"\x83\x01\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\x0cH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.toolbridge.v1.ToolErrorH\x00\x12\x10\n\x08step_key\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x42\t\n\x07outcome\"O\n\tToolError\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12\x10\n\x08\x65rror_id\x18\x04 \x01(\t\"V\n\x15\x43\x61llToolStreamRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x1e.toolbridge.v1.CallToolRequest\"\xc4\x01\n\x16\x43\x61llToolStreamResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.toolbridge.v1.CallToolResponseH\x00\x12+\n\x06status\x18\x03 \x01(\x0b\x32\x19.toolbridge.v1.CallStatusH\x00\x12-\n\x07waiting\x18\x04 \x01(\x0b\x32\x1a.toolbridge.v1.CallWaitingH\x00\x42\x08\n\x06\x61nswer\"W\n\x0b\x43\x61llWaiting\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\"+\n\nCallStatus\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x10ListToolsRequest\x12/\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1f.toolbridge.v1.DefinitionFormat\"A\n\x11ListToolsResponse\x12,\n\x05tools\x18\x01 \x03(\x0b\x32\x1d.toolbridge.v1.ToolDefinition\"7\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0f\x64\x65\x66inition_json\x18\x02 \x01(\x0c*\xb4\x01\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_OPENAI\x10\x02\x12#\n\x1f\x44\x45\x46INITION_FORMAT_OPENAI_STRICT\x10\x03\x12\x19\n\x15\x44\x45\x46INITION_FORMAT_MCP\x10\x04\x32\x93\x02\n\x11ToolBridgeService\x12K\n\x08\x43\x61llTool\x12\x1e.toolbridge.v1.CallToolRequest\x1a\x1f.toolbridge.v1.CallToolResponse\x12\x61\n\x0e\x43\x61llToolStream\x12$.toolbridge.v1.CallToolStreamRequest\x1a%.toolbridge.v1.CallToolStreamResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolbridge.v1.ListToolsRequest\x1a .toolbridge.v1.ListToolsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolbridge/v1/toolbridge.proto\x12\rtoolbridge.v1\"z\n\x0f\x43\x61llToolRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12!\n\x19positional_arguments_json\x18\x02 \x01(\x0c\x12\x1c\n\x14named_arguments_json\x18\x03 \x01(\x0c\x12\x13\n\x0btraceparent\x18\x04 \x01(\t\"\x83\x01\n\x10\x43\x61llToolResponse\x12\x15\n\x0bresult_json\x18\x01 \x01(\x0cH\x00\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.toolbridge.v1.ToolErrorH\x00\x12\x10\n\x08step_key\x18\x03 \x01(\t\x12\x10\n\x08replayed\x18\x04 \x01(\x08\x42\t\n\x07outcome\"O\n\tToolError\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x11\n\tretryable\x18\x03 \x01(\x08\x12\x10\n\x08\x65rror_id\x18\x04 \x01(\t\"\x8a\x01\n\x15\x43\x61llToolStreamRequest\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12,\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x1e.toolbridge.v1.CallToolRequest\x12\x32\n\x04more\x18\x03 \x03(\x0b\x32$.toolbridge.v1.CallToolStreamRequest\"\xf9\x01\n\x16\x43\x61llToolStreamResponse\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.toolbridge.v1.CallToolResponseH\x00\x12+\n\x06status\x18\x03 \x01(\x0b\x32\x19.toolbridge.v1.CallStatusH\x00\x12-\n\x07waiting\x18\x04 \x01(\x0b\x32\x1a.toolbridge.v1.CallWaitingH\x00\x12\x33\n\x04more\x18\x05 \x03(\x0b\x32%.toolbridge.v1.CallToolStreamResponseB\x08\n\x06\x61nswer\"W\n\x0b\x43\x61llWaiting\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x15\n\rexpires_at_ms\x18\x04 \x01(\x03\"+\n\nCallStatus\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x10ListToolsRequest\x12/\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1f.toolbridge.v1.DefinitionFormat\"A\n\x11ListToolsResponse\x12,\n\x05tools\x18\x01 \x03(\x0b\x32\x1d.toolbridge.v1.ToolDefinition\"7\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0f\x64\x65\x66inition_json\x18\x02 \x01(\x0c*\xb4\x01\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x01\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_OPENAI\x10\x02\x12#\n\x1f\x44\x45\x46INITION_FORMAT_OPENAI_STRICT\x10\x03\x12\x19\n\x15\x44\x45\x46INITION_FORMAT_MCP\x10\x04\x32\x93\x02\n\x11ToolBridgeService\x12K\n\x08\x43\x61llTool\x12\x1e.toolbridge.v1.CallToolRequest\x1a\x1f.toolbridge.v1.CallToolResponse\x12\x61\n\x0e\x43\x61llToolStream\x12$.toolbridge.v1.CallToolStreamRequest\x1a%.toolbridge.v1.CallToolStreamResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolbridge.v1.ListToolsRequest\x1a .toolbridge.v1.ListToolsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolbridge.v1.toolbridge_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DEFINITIONFORMAT']._serialized_start=1003
-  _globals['_DEFINITIONFORMAT']._serialized_end=1183
+  _globals['_DEFINITIONFORMAT']._serialized_start=1109
+  _globals['_DEFINITIONFORMAT']._serialized_end=1289
   _globals['_CALLTOOLREQUEST']._serialized_start=49
   _globals['_CALLTOOLREQUEST']._serialized_end=171
   _globals['_CALLTOOLRESPONSE']._serialized_start=174
   _globals['_CALLTOOLRESPONSE']._serialized_end=305
   _globals['_TOOLERROR']._serialized_start=307
   _globals['_TOOLERROR']._serialized_end=386
-  _globals['_CALLTOOLSTREAMREQUEST']._serialized_start=388
-  _globals['_CALLTOOLSTREAMREQUEST']._serialized_end=474
-  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_start=477
-  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_end=673
-  _globals['_CALLWAITING']._serialized_start=675
-  _globals['_CALLWAITING']._serialized_end=762
-  _globals['_CALLSTATUS']._serialized_start=764
-  _globals['_CALLSTATUS']._serialized_end=807
-  _globals['_LISTTOOLSREQUEST']._serialized_start=809
-  _globals['_LISTTOOLSREQUEST']._serialized_end=876
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=878
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=943
-  _globals['_TOOLDEFINITION']._serialized_start=945
-  _globals['_TOOLDEFINITION']._serialized_end=1000
-  _globals['_TOOLBRIDGESERVICE']._serialized_start=1186
-  _globals['_TOOLBRIDGESERVICE']._serialized_end=1461
+  _globals['_CALLTOOLSTREAMREQUEST']._serialized_start=389
+  _globals['_CALLTOOLSTREAMREQUEST']._serialized_end=527
+  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_start=530
+  _globals['_CALLTOOLSTREAMRESPONSE']._serialized_end=779
+  _globals['_CALLWAITING']._serialized_start=781
+  _globals['_CALLWAITING']._serialized_end=868
+  _globals['_CALLSTATUS']._serialized_start=870
+  _globals['_CALLSTATUS']._serialized_end=913
+  _globals['_LISTTOOLSREQUEST']._serialized_start=915
+  _globals['_LISTTOOLSREQUEST']._serialized_end=982
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=984
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=1049
+  _globals['_TOOLDEFINITION']._serialized_start=1051
+  _globals['_TOOLDEFINITION']._serialized_end=1106
+  _globals['_TOOLBRIDGESERVICE']._serialized_start=1292
+  _globals['_TOOLBRIDGESERVICE']._serialized_end=1567
 # @@protoc_insertion_point(module_scope)

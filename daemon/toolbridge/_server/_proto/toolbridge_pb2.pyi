@@ -58,24 +58,28 @@ class ToolError(_message.Message):
     def __init__(self, type: _Optional[str] = ..., message: _Optional[str] = ..., retryable: _Optional[bool] = ..., error_id: _Optional[str] = ...) -> None: ...
 
 class CallToolStreamRequest(_message.Message):
-    __slots__ = ("call_id", "call")
+    __slots__ = ("call_id", "call", "more")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     call: CallToolRequest
-    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ...) -> None: ...
+    more: _containers.RepeatedCompositeFieldContainer[CallToolStreamRequest]
+    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ..., more: _Optional[_Iterable[_Union[CallToolStreamRequest, _Mapping]]] = ...) -> None: ...
 
 class CallToolStreamResponse(_message.Message):
-    __slots__ = ("call_id", "response", "status", "waiting")
+    __slots__ = ("call_id", "response", "status", "waiting", "more")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     response: CallToolResponse
     status: CallStatus
     waiting: CallWaiting
-    def __init__(self, call_id: _Optional[int] = ..., response: _Optional[_Union[CallToolResponse, _Mapping]] = ..., status: _Optional[_Union[CallStatus, _Mapping]] = ..., waiting: _Optional[_Union[CallWaiting, _Mapping]] = ...) -> None: ...
+    more: _containers.RepeatedCompositeFieldContainer[CallToolStreamResponse]
+    def __init__(self, call_id: _Optional[int] = ..., response: _Optional[_Union[CallToolResponse, _Mapping]] = ..., status: _Optional[_Union[CallStatus, _Mapping]] = ..., waiting: _Optional[_Union[CallWaiting, _Mapping]] = ..., more: _Optional[_Iterable[_Union[CallToolStreamResponse, _Mapping]]] = ...) -> None: ...
 
 class CallWaiting(_message.Message):
     __slots__ = ("request_id", "kind", "summary", "expires_at_ms")

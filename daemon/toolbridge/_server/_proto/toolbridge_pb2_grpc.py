@@ -78,6 +78,15 @@ class ToolBridgeServiceServicer:
         Responses may arrive in any order. A protocol problem with one call is
         reported in its response's status, and the stream stays open. A call
         that waits for a person is first told so (CallWaiting), then answered.
+
+        Batches: a message may carry more calls than its own (`more`), and more
+        answers, so that many calls in flight cost few messages. Each side sends
+        them only to a peer that said it reads them, in the stream's metadata:
+        the client sends `x-toolbridge-batches: 1` when it opens the stream, the
+        daemon answers with `x-toolbridge-batch-bytes: N` in its initial metadata,
+        the largest message it reads (a batch never exceeds it; one call alone
+        may, and is refused as it would be unbatched). A peer that said nothing
+        gets one call or answer per message.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -24,13 +24,15 @@ module.exports = {
     ],
     "toolbridge.v1.CallToolStreamRequest": [
       {"name": "call_id", "number": 1, "type": "uint64"},
-      {"name": "call", "number": 2, "type": "message", "message": "toolbridge.v1.CallToolRequest"}
+      {"name": "call", "number": 2, "type": "message", "message": "toolbridge.v1.CallToolRequest"},
+      {"name": "more", "number": 3, "type": "message", "message": "toolbridge.v1.CallToolStreamRequest", "repeated": true}
     ],
     "toolbridge.v1.CallToolStreamResponse": [
       {"name": "call_id", "number": 1, "type": "uint64"},
       {"name": "response", "number": 2, "type": "message", "message": "toolbridge.v1.CallToolResponse", "oneof": "answer"},
       {"name": "status", "number": 3, "type": "message", "message": "toolbridge.v1.CallStatus", "oneof": "answer"},
-      {"name": "waiting", "number": 4, "type": "message", "message": "toolbridge.v1.CallWaiting", "oneof": "answer"}
+      {"name": "waiting", "number": 4, "type": "message", "message": "toolbridge.v1.CallWaiting", "oneof": "answer"},
+      {"name": "more", "number": 5, "type": "message", "message": "toolbridge.v1.CallToolStreamResponse", "repeated": true}
     ],
     "toolbridge.v1.CallWaiting": [
       {"name": "request_id", "number": 1, "type": "string"},
