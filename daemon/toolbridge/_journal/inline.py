@@ -1,4 +1,4 @@
-"""Committing a small batch on the event loop itself, when that is cheap and cannot wait.
+"""Committing a lone write on the event loop itself, when that is cheap and cannot wait.
 
 With ``synchronous=NORMAL`` a commit in WAL mode appends to the log and does not sync: tens
 of microseconds, less than handing the batch to the writer's thread and being woken by it
@@ -19,8 +19,13 @@ from toolbridge._journal.commit import Pending
 
 __all__ = ["CHECKPOINT_EVERY", "INLINE_BATCH", "InlineCommits"]
 
-INLINE_BATCH = 4
-"""The most writes a batch committed on the loop may hold; a larger one goes to the writer."""
+INLINE_BATCH = 1
+"""The most writes a batch committed on the loop may hold; a larger one goes to the writer.
+
+A lone write (a caller alone) is cheaper here than a hop to the writer's thread and back. A
+batch (many callers) is better in the writer: sqlite runs there without the GIL, beside the
+loop, on another core. Measured with 32 callers on one stream (async tool): 1,773 calls/s
+with batches of up to 4 committed here, 2,071 with only lone writes, 2,092 with none."""
 
 CHECKPOINT_EVERY = 256
 """One batch in so many goes to the writer, whose commits checkpoint the log."""
