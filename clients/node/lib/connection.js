@@ -125,11 +125,12 @@ class Connection {
    * @returns {Promise<object>} the decoded CallToolStreamResponse answering it.
    */
   call(toolName, positional, named) {
-    const stream = this._openStream();
     const callId = this._nextId++;
+    const request = streamRequest(callId, toolName, positional, named, currentTraceparent());
+    const encoded = this._method.requestSerialize(request);
+    const stream = this._openStream();
     return new Promise((resolve, reject) => {
-      const request = streamRequest(callId, toolName, positional, named, currentTraceparent());
-      stream.outbox.push(this._method.requestSerialize(request));
+      stream.outbox.push(encoded);
       stream.pending.set(callId, { resolve, reject });
       if (!stream.writing) {
         stream.writing = true;
