@@ -11,14 +11,24 @@
 // stream is therefore half-closed once no call has been in flight for IDLE_CLOSE_MS. Calls
 // made back to back (`await tools.a(); await tools.b()`) or concurrently keep one stream.
 // A call told that it waits for a person (`CallWaiting`) stays pending until its answer.
+//
+// Batches: the stream is opened with `x-toolbridge-batches: 1`; a daemon that reads batches
+// answers with `x-toolbridge-batch-bytes` in its initial metadata, the largest message it
+// reads. Calls are encoded when made and wait in the stream's outbox; those made in the same
+// tick, or while the previous message's write has not completed, go out together in one
+// message (the rest in `more`) within that size, and the first waiting always goes, whatever
+// its size (the daemon refuses it alone, as unbatched). Until the daemon has said so (an older
+// daemon never does), each call is its own message. Answers are read from `more` too.
 
 const grpc = require("@grpc/grpc-js");
 const { ToolError } = require("./errors");
-const { packageDefinition } = require("./proto");
+const { methods, packageDefinition } = require("./proto");
 const { currentTraceparent } = require("./trace");
-const { statusError, streamRequest } = require("./wire");
+const { batchEntryBytes, batchMessage, statusError, streamRequest } = require("./wire");
 
 const TOKEN_METADATA_KEY = "x-toolbridge-token";
+const BATCHES_METADATA_KEY = "x-toolbridge-batches";
+const BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes";
 // The transport's cap, as in the daemon; the daemon's per-call limits (256 KiB / 1 MiB by
 // default) are far below it and answer with clear errors.
 const TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024;
@@ -34,15 +44,60 @@ function rpcError({ code, details }) {
   return statusError(code, details || grpc.status[code] || `gRPC status ${code}`);
 }
 
+function passEncoded(buffer) {
+  return buffer;
+}
+
 function closedError() {
   return new ToolError("the connection to the daemon closed", { type: "Unavailable", retryable: true });
+}
+
+/** The largest batch a stream's initial metadata says the daemon reads (0: it said nothing). */
+function batchBytesOf(metadata) {
+  const [value] = metadata.get(BATCH_BYTES_METADATA_KEY);
+  const bytes = Number(value);
+  return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : 0;
 }
 
 class CallStream {
   constructor(duplex) {
     this.duplex = duplex;
-    /** call_id -> {resolve, reject} of the calls in flight on this stream. */
+    /** call_id -> {resolve, reject} of the calls in flight on this stream (sent or queued). */
     this.pending = new Map();
+    /** Encoded calls not yet written, oldest first; `outboxStart` is the next to go. */
+    this.outbox = [];
+    this.outboxStart = 0;
+    /** A write is scheduled or in flight: calls made now wait in the outbox and join the next. */
+    this.writing = false;
+    /** The largest message the daemon reads; 0 until its initial metadata says. */
+    this.batchBytes = 0;
+  }
+
+  /** The next message's calls: the first waiting, and as many more as the daemon reads. */
+  takeBatch() {
+    const { outbox } = this;
+    const first = outbox[this.outboxStart++];
+    const batch = [first];
+    if (this.batchBytes > 0) {
+      let size = first.length;
+      while (this.outboxStart < outbox.length) {
+        const more = batchEntryBytes(outbox[this.outboxStart].length);
+        if (size + more > this.batchBytes) break;
+        batch.push(outbox[this.outboxStart++]);
+        size += more;
+      }
+    }
+    if (this.outboxStart === outbox.length) this.clearOutbox();
+    return batch;
+  }
+
+  hasOutbox() {
+    return this.outboxStart < this.outbox.length;
+  }
+
+  clearOutbox() {
+    this.outbox = [];
+    this.outboxStart = 0;
   }
 }
 
@@ -56,6 +111,9 @@ class Connection {
     this._client = new ToolBridgeService(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this._metadata = new grpc.Metadata();
     this._metadata.set(TOKEN_METADATA_KEY, token);
+    this._streamMetadata = this._metadata.clone();
+    this._streamMetadata.set(BATCHES_METADATA_KEY, "1");
+    this._method = methods().CallToolStream;
     /** @type {CallStream | null} */
     this._stream = null;
     this._nextId = 1;
@@ -67,12 +125,31 @@ class Connection {
    * @returns {Promise<object>} the decoded CallToolStreamResponse answering it.
    */
   call(toolName, positional, named) {
-    const stream = this._openStream();
     const callId = this._nextId++;
+    const request = streamRequest(callId, toolName, positional, named, currentTraceparent());
+    const encoded = this._method.requestSerialize(request);
+    const stream = this._openStream();
     return new Promise((resolve, reject) => {
+      stream.outbox.push(encoded);
       stream.pending.set(callId, { resolve, reject });
-      stream.duplex.write(streamRequest(callId, toolName, positional, named, currentTraceparent()));
+      if (!stream.writing) {
+        stream.writing = true;
+        // After the calls made in this tick (a Promise.all, or callers resumed by one batch
+        // of answers), so that they go out together.
+        process.nextTick(() => this._write(stream));
+      }
     });
+  }
+
+  /** Write the outbox's next message; what comes meanwhile goes in the one after it. */
+  _write(stream) {
+    if (this._stream !== stream || !stream.hasOutbox()) {
+      // Written, or failed with the stream (which emptied the outbox: a call failed is never
+      // sent later, on this stream or another).
+      stream.writing = false;
+      return;
+    }
+    stream.duplex.write(batchMessage(stream.takeBatch()), () => this._write(stream));
   }
 
   /** @returns {Promise<object>} the decoded ListToolsResponse. */
@@ -101,11 +178,25 @@ class Connection {
   _openStream() {
     this._cancelIdleClose();
     if (this._stream !== null) return this._stream;
-    const stream = new CallStream(this._client.CallToolStream(this._metadata));
-    stream.duplex.on("data", (answer) => this._answered(stream, answer));
+    // Encoded when called (to know each call's size), so the stream's serializer only passes
+    // the message on.
+    const duplex = this._client.makeBidiStreamRequest(
+      this._method.path,
+      passEncoded,
+      this._method.responseDeserialize,
+      this._streamMetadata,
+    );
+    const stream = new CallStream(duplex);
+    duplex.on("metadata", (metadata) => {
+      stream.batchBytes = batchBytesOf(metadata);
+    });
+    duplex.on("data", (message) => {
+      this._answered(stream, message);
+      for (const answer of message.more) this._answered(stream, answer);
+    });
     // grpc-js emits 'error' and then 'status' for a failed stream; 'status' alone says all.
-    stream.duplex.on("error", () => {});
-    stream.duplex.on("status", (status) => {
+    duplex.on("error", () => {});
+    duplex.on("status", (status) => {
       if (this._stream === stream) this._stream = null;
       this._fail(stream, status.code === grpc.status.OK ? closedError() : rpcError(status));
     });
@@ -129,6 +220,7 @@ class Connection {
   }
 
   _fail(stream, error) {
+    stream.clearOutbox();
     for (const waiter of stream.pending.values()) waiter.reject(error);
     stream.pending.clear();
   }
@@ -154,4 +246,11 @@ class Connection {
   }
 }
 
-module.exports = { CHANNEL_OPTIONS, Connection, IDLE_CLOSE_MS, TOKEN_METADATA_KEY };
+module.exports = {
+  BATCHES_METADATA_KEY,
+  BATCH_BYTES_METADATA_KEY,
+  CHANNEL_OPTIONS,
+  Connection,
+  IDLE_CLOSE_MS,
+  TOKEN_METADATA_KEY,
+};

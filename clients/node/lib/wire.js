@@ -97,6 +97,50 @@ function streamRequest(callId, toolName, positional, named, traceparent = "") {
   return { call_id: callId, call };
 }
 
+// CallToolStreamRequest.more: field 3, length-delimited.
+const MORE_TAG = Buffer.from([(3 << 3) | 2]);
+
+function varintBytes(value) {
+  const bytes = [];
+  let rest = value;
+  while (rest >= 0x80) {
+    bytes.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  bytes.push(rest);
+  return Buffer.from(bytes);
+}
+
+function varintLength(value) {
+  let length = 1;
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) length += 1;
+  return length;
+}
+
+/**
+ * What an encoded call of `length` bytes adds to a batch when it rides in another's `more`:
+ * itself, its field tag and its length.
+ */
+function batchEntryBytes(length) {
+  return MORE_TAG.length + varintLength(length) + length;
+}
+
+/**
+ * One CallToolStreamRequest carrying several encoded calls: the first in its own fields, the
+ * rest in `more`. `more` is the last field, so appending its entries to the first call's
+ * bytes is the canonical encoding (the bytes the Python client's batch is).
+ * @param {Buffer[]} encoded each an encoded CallToolStreamRequest with no `more` of its own.
+ * @returns {Buffer}
+ */
+function batchMessage(encoded) {
+  if (encoded.length === 1) return encoded[0];
+  const chunks = [encoded[0]];
+  for (let index = 1; index < encoded.length; index += 1) {
+    chunks.push(MORE_TAG, varintBytes(encoded[index].length), encoded[index]);
+  }
+  return Buffer.concat(chunks);
+}
+
 /**
  * The result of a decoded CallToolResponse.
  * @throws {ToolError} the error the response carries.
@@ -137,6 +181,8 @@ function decodeDefinitions(response) {
 
 module.exports = {
   FORMATS,
+  batchEntryBytes,
+  batchMessage,
   decodeDefinitions,
   decodeResponse,
   decodeStreamAnswer,

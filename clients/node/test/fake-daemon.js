@@ -16,16 +16,71 @@ function result(callId, value) {
   return { call_id: callId, response: { result_json: Buffer.from(JSON.stringify(value)) } };
 }
 
+/** The largest message a FakeDaemon reads unless told otherwise (the real one says ~257 KiB). */
+const BATCH_BYTES = 64 * 1024;
+
+/** The answers to one message's calls: sent together to a client that reads batches. */
+class Answers {
+  constructor(stream, batches, sent) {
+    this.stream = stream;
+    this._batches = batches;
+    this._sent = sent;
+    this._queue = [];
+  }
+
+  write(answer) {
+    if (this._batches) this._queue.push(answer);
+    else this._send([answer]);
+  }
+
+  flush() {
+    if (this._queue.length > 0) this._send(this._queue.splice(0));
+  }
+
+  _send([first, ...more]) {
+    if (this.stream.destroyed) return;
+    this._sent.push(1 + more.length);
+    this.stream.write(more.length > 0 ? { ...first, more } : first);
+  }
+}
+
 class FakeDaemon extends EventEmitter {
-  constructor() {
+  /**
+   * @param {{ batchBytes?: number | null }} [options] the batch size it announces to a client
+   *   that asks (`x-toolbridge-batches: 1`), or null to announce nothing, as an older daemon.
+   *   A daemon that announced answers a message's calls in one message (the rest in `more`).
+   */
+  constructor({ batchBytes = BATCH_BYTES } = {}) {
     super();
+    this.batchBytes = batchBytes;
     this.streamsOpened = 0;
     this.streamsEnded = 0;
+    /** Every call received, batched or not, in order. */
     this.requests = [];
+    /** Each message received: { calls, bytes } (calls: how many it carried). */
+    this.messages = [];
+    /** Each message sent on a stream: how many answers it carried. */
+    this.answerMessages = [];
+    /** Per stream opened: the x-toolbridge-batches the client sent ("" for none). */
+    this.asked = [];
     this._held = [];
+    this._sizes = new WeakMap();
     this._server = new grpc.Server();
     const { ToolBridgeService } = grpc.loadPackageDefinition(packageDefinition()).toolbridge.v1;
-    this._server.addService(ToolBridgeService.service, {
+    // The stream's deserializer also notes each message's size, which the decoded object lacks.
+    const streamMethod = ToolBridgeService.service.CallToolStream;
+    const service = {
+      ...ToolBridgeService.service,
+      CallToolStream: {
+        ...streamMethod,
+        requestDeserialize: (buffer) => {
+          const request = streamMethod.requestDeserialize(buffer);
+          this._sizes.set(request, buffer.length);
+          return request;
+        },
+      },
+    };
+    this._server.addService(service, {
       CallTool: (call, callback) => callback({ code: grpc.status.UNIMPLEMENTED }),
       CallToolStream: (stream) => this._stream(stream),
       ListTools: (call, callback) => this._listTools(call, callback),
@@ -59,10 +114,41 @@ class FakeDaemon extends EventEmitter {
       return;
     }
     this.streamsOpened += 1;
+    const asked = stream.metadata.get("x-toolbridge-batches")[0] ?? "";
+    this.asked.push(asked);
+    const batches = asked === "1" && this.batchBytes !== null;
+    if (batches) {
+      const metadata = new grpc.Metadata();
+      metadata.set("x-toolbridge-batch-bytes", String(this.batchBytes));
+      stream.sendMetadata(metadata);
+    }
     this.emit("stream-opened", stream);
-    stream.on("data", (request) => {
-      this.requests.push(request);
-      this._answer(stream, request);
+    stream.on("data", (message) => {
+      const calls = [message, ...message.more];
+      this.messages.push({ calls: calls.length, bytes: this._sizes.get(message) });
+      if (!batches && message.more.length > 0) {
+        stream.emit("error", { code: grpc.status.INVALID_ARGUMENT, details: "a batch to a daemon that reads none" });
+        return;
+      }
+      const answers = new Answers(stream, batches, this.answerMessages);
+      if (batches && this._sizes.get(message) > this.batchBytes) {
+        // A call alone may be larger: it is refused, and only it. A batch may not: the
+        // stream fails, with every call on it (what a client that packed too much gets).
+        if (calls.length > 1) {
+          stream.emit("error", { code: grpc.status.RESOURCE_EXHAUSTED, details: "a batch larger than announced" });
+          return;
+        }
+        this.requests.push(message);
+        const refusal = { code: grpc.status.RESOURCE_EXHAUSTED, message: "the call is larger than the daemon reads" };
+        answers.write({ call_id: message.call_id, status: refusal });
+        answers.flush();
+        return;
+      }
+      for (const request of calls) {
+        this.requests.push(request);
+        this._answer(answers, request);
+      }
+      answers.flush();
     });
     stream.on("end", () => {
       this.streamsEnded += 1;
@@ -71,19 +157,20 @@ class FakeDaemon extends EventEmitter {
     });
   }
 
-  _answer(stream, request) {
+  _answer(answers, request) {
+    const { stream } = answers;
     const { call_id: callId, call } = request;
     const args = call.positional_arguments_json.length ? JSON.parse(call.positional_arguments_json) : [];
     switch (call.tool_name) {
       case "echo":
-        stream.write(result(callId, args));
+        answers.write(result(callId, args));
         break;
       case "hold": // answered when "release" is called, after it
         this._held.push(callId);
         this.emit("held", callId);
         break;
       case "approval": // says the call waits for a person, then is held like "hold"
-        stream.write({
+        answers.write({
           call_id: callId,
           waiting: { request_id: "apr_1", kind: "approval", summary: "approval()", expires_at_ms: 1 },
         });
@@ -91,11 +178,11 @@ class FakeDaemon extends EventEmitter {
         this.emit("held", callId);
         break;
       case "release":
-        stream.write(result(callId, "released"));
-        for (const held of this._held.splice(0)) stream.write(result(held, "held"));
+        answers.write(result(callId, "released"));
+        for (const held of this._held.splice(0)) answers.write(result(held, "held"));
         break;
       case "fail":
-        stream.write({
+        answers.write({
           call_id: callId,
           response: { error: { type: "Boom", message: "it failed", retryable: true, error_id: "err_1" } },
         });
@@ -107,20 +194,22 @@ class FakeDaemon extends EventEmitter {
         this.lastRawArguments = raw;
         if (/\\ud[89a-f][0-9a-f]{2}/i.test(raw) && !/\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}/i.test(raw)) {
           const message = "arguments: a JSON string holds a lone surrogate, which is not valid Unicode";
-          stream.write({ call_id: callId, status: { code: grpc.status.INVALID_ARGUMENT, message } });
+          answers.write({ call_id: callId, status: { code: grpc.status.INVALID_ARGUMENT, message } });
         } else {
-          stream.write(result(callId, args));
+          answers.write(result(callId, args));
         }
         break;
       }
       case "breakStream":
+        answers.flush();
         stream.emit("error", { code: grpc.status.UNAVAILABLE, details: "the daemon went away" });
         break;
       case "endStream":
+        answers.flush();
         stream.end();
         break;
       default:
-        stream.write({ call_id: callId, status: { code: grpc.status.NOT_FOUND, message: `no tool named '${call.tool_name}'` } });
+        answers.write({ call_id: callId, status: { code: grpc.status.NOT_FOUND, message: `no tool named '${call.tool_name}'` } });
     }
   }
 
@@ -140,4 +229,4 @@ class FakeDaemon extends EventEmitter {
   }
 }
 
-module.exports = { FakeDaemon, TOKEN };
+module.exports = { BATCH_BYTES, FakeDaemon, TOKEN };
