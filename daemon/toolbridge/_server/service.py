@@ -1,18 +1,9 @@
 """The gRPC edge: the one hand-written module that imports the generated code.
 
 It authenticates every RPC by the token in its metadata, hands calls to :mod:`_calls`, and
-answers whatever goes wrong with one status, through one table (:func:`_status`), on every
-RPC alike (the unary ``CallTool``, each call on ``CallToolStream``, ``ListTools``):
-
-=====================  ====================  ============================================
-raised                 status                message
-=====================  ====================  ============================================
-``ProtocolError``      its ``code``          its message (bad input, unknown tool, ...)
-``JournalError``       ``UNAVAILABLE``       the journal could not write, with an error id
-anything else          ``INTERNAL``          an error id only, never the exception's text
-=====================  ====================  ============================================
-
-A tool failure is never a status: it travels inside a successful response.
+answers whatever goes wrong with one status, through one table (:mod:`_server.failures`), on
+every RPC alike (the unary ``CallTool``, each call on ``CallToolStream``, ``ListTools``). A
+tool failure is never a status: it travels inside a successful response.
 
 Requests arrive as bytes and are parsed here, not by grpc: a message grpc cannot parse (a
 tool name that is not UTF-8) would otherwise fail before any handler runs, as ``UNKNOWN``,
@@ -24,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -39,15 +28,13 @@ from toolbridge._calls.call import CallOutcome, call_tool
 from toolbridge._calls.limits import stream_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._definitions.build import FORMATS, definition
-from toolbridge._durable.boundary import new_error_id
-from toolbridge._errors import JournalError, ProtocolError
+from toolbridge._errors import ProtocolError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._server._proto import toolbridge_pb2 as pb
+from toolbridge._server.failures import Status, status_of
 from toolbridge._server.replies import Replies
 from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, ENVELOPE_BYTES, server_options
-
-log = logging.getLogger("toolbridge")
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
 BATCHES_METADATA_KEY = "x-toolbridge-batches"
@@ -87,46 +74,6 @@ def _token(context: aio.ServicerContext) -> str:
 
 def _reads_batches(context: aio.ServicerContext) -> bool:
     return _metadata(context, BATCHES_METADATA_KEY) == "1"
-
-
-@dataclass(frozen=True)
-class _Status:
-    code: grpc.StatusCode
-    message: str
-
-
-_FAILURES: tuple[tuple[type[Exception], grpc.StatusCode, str], ...] = (
-    # Any JournalError on the way (a full disk, a closed journal, a lost run lease): nothing
-    # of the call is lost that a retry would not redo, so the sandbox may try again.
-    (
-        JournalError,
-        grpc.StatusCode.UNAVAILABLE,
-        "the host's journal could not write, so the call's outcome was not recorded "
-        "(error id {error_id}); try again later",
-    ),
-    (
-        Exception,
-        grpc.StatusCode.INTERNAL,
-        "the host failed unexpectedly (error id {error_id}); the host's log has the detail",
-    ),
-)
-"""Unexpected failures at the edge, most specific first: the status and the message the
-sandbox gets. The exception's own text only goes to the host's log, under the error id."""
-
-
-def _status(exc: Exception, rpc: str) -> _Status:
-    """The one translation of an exception at this edge into a status."""
-    if isinstance(exc, ProtocolError):
-        return _Status(getattr(grpc.StatusCode, exc.code), exc.message)
-    error_id = new_error_id()
-    for kind, code, message in _FAILURES:
-        if isinstance(exc, kind):
-            if code is grpc.StatusCode.INTERNAL:
-                log.error("%s failed (%s)", rpc, error_id, exc_info=exc)
-            else:
-                log.error("%s failed (%s): %s: %s", rpc, error_id, type(exc).__name__, exc)
-            return _Status(code, message.format(error_id=error_id))
-    raise AssertionError("the table ends with Exception")  # pragma: no cover
 
 
 def _lenient_classes() -> tuple[type[Message], type[Message]]:
@@ -293,7 +240,7 @@ class _Servicer:
             scope = await self._scope(_token(context))  # a bad token hears nothing else
             return await self._call(scope, _parse_call(data))
         except Exception as exc:
-            status = _status(exc, "CallTool")
+            status = status_of(exc, "CallTool")
         await context.abort(status.code, status.message)
         raise AssertionError("abort raises")  # pragma: no cover
 
@@ -334,20 +281,20 @@ class _Servicer:
                 response = await self._call(scope, call, on_waiting=waiting, detached=True)
                 reply = pb.CallToolStreamResponse(call_id=call_id, response=response)
             except Exception as exc:
-                status = _status(exc, "CallToolStream")
+                status = status_of(exc, "CallToolStream")
                 reply = pb.CallToolStreamResponse(
                     call_id=call_id, status=pb.CallStatus(code=status.code.value[0], message=status.message)
                 )
             await replies.flush()  # a waiting notice goes before the answer
             await replies.send(reply)
 
-        ending: _Status | None = None
+        ending: Status | None = None
         try:
             async for data in request_iterator:
                 try:
                     read = _parse_stream_calls(data)
                 except ProtocolError as exc:
-                    ending = _status(exc, "CallToolStream")  # no call id: end the stream
+                    ending = status_of(exc, "CallToolStream")  # no call id: end the stream
                     break
                 for call_id, call in read:
                     task = asyncio.create_task(answer(call_id, call))
@@ -365,7 +312,7 @@ class _Servicer:
             scope = await self._scope(_token(context))
             return _definitions(scope, _parse_list(data))
         except Exception as exc:
-            status = _status(exc, "ListTools")
+            status = status_of(exc, "ListTools")
         await context.abort(status.code, status.message)
         raise AssertionError("abort raises")  # pragma: no cover
 
