@@ -55,6 +55,11 @@ class Writer {
 
   raw(buffer) {
     this.varint(buffer.length);
+    this.append(buffer);
+  }
+
+  /** Bytes already encoded, as they are (no length before them). */
+  append(buffer) {
     this.flush();
     this.chunks.push(buffer);
   }
@@ -296,4 +301,4 @@ class Codec {
 
 const WIRE_TYPES = { string: LENGTH_DELIMITED, bytes: LENGTH_DELIMITED, message: LENGTH_DELIMITED };
 
-module.exports = { Codec };
+module.exports = { Codec, LENGTH_DELIMITED, Writer };

@@ -2,6 +2,7 @@
 // The wire envelope, as pure functions: what a call looks like in bytes and what an answer
 // means. tests/vectors/wire.json pins both, for this client and the Python one alike.
 
+const { LENGTH_DELIMITED, Writer } = require("./codec");
 const { ToolError } = require("./errors");
 
 /** Definition format name -> DefinitionFormat enum value (proto/toolbridge/v1). */
@@ -97,19 +98,9 @@ function streamRequest(callId, toolName, positional, named, traceparent = "") {
   return { call_id: callId, call };
 }
 
-// CallToolStreamRequest.more: field 3, length-delimited.
-const MORE_TAG = Buffer.from([(3 << 3) | 2]);
-
-function varintBytes(value) {
-  const bytes = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  bytes.push(rest);
-  return Buffer.from(bytes);
-}
+// CallToolStreamRequest.more: field 3, length-delimited (its tag is one byte).
+const MORE_FIELD = 3;
+const MORE_TAG_BYTES = 1;
 
 function varintLength(value) {
   let length = 1;
@@ -122,7 +113,7 @@ function varintLength(value) {
  * itself, its field tag and its length.
  */
 function batchEntryBytes(length) {
-  return MORE_TAG.length + varintLength(length) + length;
+  return MORE_TAG_BYTES + varintLength(length) + length;
 }
 
 /**
@@ -134,11 +125,13 @@ function batchEntryBytes(length) {
  */
 function batchMessage(encoded) {
   if (encoded.length === 1) return encoded[0];
-  const chunks = [encoded[0]];
+  const writer = new Writer();
+  writer.append(encoded[0]);
   for (let index = 1; index < encoded.length; index += 1) {
-    chunks.push(MORE_TAG, varintBytes(encoded[index].length), encoded[index]);
+    writer.tag(MORE_FIELD, LENGTH_DELIMITED);
+    writer.raw(encoded[index]);
   }
-  return Buffer.concat(chunks);
+  return writer.finish();
 }
 
 /**
