@@ -52,6 +52,13 @@ def call(call_id: int, value: int) -> pb.CallToolStreamRequest:
     return pb.CallToolStreamRequest(call_id=call_id, call=request)
 
 
+def batch_of_calls() -> bytes:
+    """One message carrying :data:`CALLS` calls of ``together``, call ``n`` doubling ``n``."""
+    batch = call(1, 1)
+    batch.more.extend(call(number, number) for number in range(2, CALLS + 1))
+    return batch.SerializeToString()
+
+
 async def exchange(
     held: HeldCommand, data: bytes, expected: int, *, batches: bool
 ) -> tuple[dict[str, str], list[pb.CallToolStreamResponse]]:
@@ -89,9 +96,7 @@ async def test_a_batch_is_answered_call_by_call_and_in_batches(
     together: tuple[HeldCommand, Together],
 ) -> None:
     held, _ = together
-    batch = call(1, 1)
-    batch.more.extend(call(number, number) for number in range(2, CALLS + 1))
-    initial, messages = await exchange(held, batch.SerializeToString(), CALLS, batches=True)
+    initial, messages = await exchange(held, batch_of_calls(), CALLS, batches=True)
     assert initial[BATCH_BYTES_KEY] == str(8192 + 1024)  # the transport's limit: the call's and the envelope
     answers = answers_of(messages)
     assert sorted(answers) == list(range(1, CALLS + 1))
@@ -105,9 +110,7 @@ async def test_a_client_that_did_not_ask_gets_one_answer_per_message(
     together: tuple[HeldCommand, Together],
 ) -> None:
     held, _ = together
-    batch = call(1, 1)
-    batch.more.extend(call(number, number) for number in range(2, CALLS + 1))
-    initial, messages = await exchange(held, batch.SerializeToString(), CALLS, batches=False)
+    initial, messages = await exchange(held, batch_of_calls(), CALLS, batches=False)
     assert BATCH_BYTES_KEY not in initial
     assert len(messages) == CALLS
     assert all(not message.more for message in messages)

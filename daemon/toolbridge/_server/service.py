@@ -139,11 +139,8 @@ def _parse_stream_calls(data: bytes) -> list[StreamCall]:
         request = pb.CallToolStreamRequest.FromString(data)
     except DecodeError:
         return _parse_leniently(data)
-    if not request.more:
-        return [(request.call_id, request.call)]
     calls: list[StreamCall] = [(request.call_id, request.call)]
-    for entry in request.more:
-        calls.append((entry.call_id, _NESTED if entry.more else entry.call))
+    calls.extend((entry.call_id, _NESTED if entry.more else entry.call) for entry in request.more)
     return calls
 
 
