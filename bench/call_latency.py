@@ -30,6 +30,11 @@ from grpc import aio
 from toolbridge import Bridge, ToolOptions
 
 HERE = Path(__file__).resolve().parent
+UNPACED = ToolOptions(max_calls=10_000_000, max_call_rate=1e9)
+"""The options of a measured command: no call budget, and no pacing. ``max_call_rate``
+(2,000 calls a second by default) is a policy against floods, measured by its own row in
+``concurrency.py``; left at its default here it would cap what is measured at about the
+baseline's own rate."""
 CLIENTS = HERE / "clients"
 
 # Tool clients: (name, argv prefix). A client whose program is missing is skipped with a note.
@@ -95,7 +100,7 @@ async def _run_raw(client: list[str], address: str, mode: str, sizes: list[str])
 async def _round(args: argparse.Namespace, work: Path) -> dict[str, dict[str, float]]:
     sizes = [str(args.sequential), str(args.per_caller), str(args.callers)]
     results: dict[str, dict[str, float]] = {}
-    options = ToolOptions(max_calls=10_000_000)
+    options = UNPACED
     async with Bridge(journal=work / "bench.db") as bridge:
         runtime_python = str(bridge._services.runtime.bin_dir / "python3")  # type: ignore[union-attr]
         raw = await _start_raw_echo(work / "raw.sock")

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from call_latency import CLIENTS, _percentile
+from call_latency import CLIENTS, UNPACED, _percentile
 
 from toolbridge import Bridge, Step, ToolOptions
 from toolbridge._calls import fairness
@@ -38,7 +38,7 @@ COMMANDS = (1, 4, 16)
 # 128 callers at once must fit a per-command limit on calls in flight, where there is one.
 _LIMITS = {f.name for f in dataclasses.fields(ToolOptions)}
 _IN_FLIGHT = {"max_in_flight": 256} if "max_in_flight" in _LIMITS else {}
-OPTIONS = ToolOptions(max_calls=10_000_000, **_IN_FLIGHT)
+OPTIONS = dataclasses.replace(UNPACED, **_IN_FLIGHT)  # the flood row paced at FLOOD_RATE sets its own
 FLOOD_RATE = 300.0
 FLOOD_HEAD_START = 0.5
 NO_LIMIT = 1 << 30

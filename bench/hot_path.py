@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from call_latency import CLIENTS, _start_raw_echo
+from call_latency import CLIENTS, UNPACED, _start_raw_echo
 
-from toolbridge import Bridge, ToolOptions
+from toolbridge import Bridge
 
 SUBJECTS = ("raw-unary", "sync-tool", "async-tool")
 
@@ -69,7 +69,7 @@ async def _round(args: argparse.Namespace, work: Path, order: list[str]) -> dict
                     subject,
                     ["python3", str(CLIENTS / "python_client.py"), *sizes],
                     tools={"echo": TOOLS[subject]},
-                    tool_options=ToolOptions(max_calls=10_000_000),
+                    tool_options=UNPACED,
                     timeout=600,
                 )
             if result.exit_code != 0:

@@ -41,6 +41,23 @@ async def test_when_a_command_has_left_for_linger_the_others_shares_grow_back() 
     assert shares.executing("a") == 3
 
 
+async def test_a_command_that_falls_idle_again_lingers_from_its_last_call() -> None:
+    # One timer a command: the one set when it first fell idle finds it idle again, and waits on.
+    linger = 0.2
+    shares = FairShare(shared=4, floor=1, max_wait=60, linger=linger, counted_for=60)
+    loop = asyncio.get_running_loop()
+    shares.leave("b", await shares.enter("b"))  # b falls idle: it lingers from now
+    for _ in range(2):
+        await shares.enter("a")  # a share of 4 // 2 while b counts
+    await asyncio.sleep(linger / 2)  # (not a wait for anything: b pauses between two calls)
+    shares.leave("b", await shares.enter("b"))  # b calls again, and falls idle again
+    last_idle = loop.time()
+    third = asyncio.ensure_future(shares.enter("a"))
+    await asyncio.wait_for(third, 5)  # let in once b has left
+    assert loop.time() >= last_idle + linger * 0.9  # not when the first linger ran out
+    assert shares.executing("a") == 3
+
+
 async def test_a_call_running_for_counted_for_stops_counting_and_the_next_one_gets_in() -> None:
     shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=0.05)
     await shares.enter("quiet")

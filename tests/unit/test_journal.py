@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -135,3 +136,27 @@ async def test_a_writer_cancelled_while_waiting_does_not_break_the_batch(journal
         assert {rec.key for rec in await journal.load_steps("r")} == {"a", "b"}
     finally:
         await journal.close()  # and the journal still closes: its flusher is healthy
+
+
+async def test_a_refused_write_fails_its_awaiter_and_one_nobody_awaits_is_not_reported(
+    journal_path: Path,
+) -> None:
+    # A fire-and-forget write's failure must not reach asyncio's "exception was never
+    # retrieved" (the refusal is logged once already), and an awaited one must still raise.
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        forgotten = journal.write(step("never-entered", "a", 1))
+        with pytest.raises(JournalError, match="was not entered"):
+            await journal.write(step("never-entered", "b", 2))
+        assert forgotten.done()
+        del forgotten
+        gc.collect()  # a future collected with its exception unretrieved is reported here
+        await asyncio.sleep(0)  # (the reports are callbacks of the loop)
+    finally:
+        await journal.close()
+        loop.set_exception_handler(None)
+    assert reported == []

@@ -79,6 +79,7 @@ class _Command:
     waiting: collections.deque[asyncio.Future[Ticket]] = field(default_factory=collections.deque)
     idle_since: float | None = None  # when its last call ended, while it lingers
     recheck: asyncio.TimerHandle | None = None  # while calls wait: when its oldest turns uncounted
+    linger: asyncio.TimerHandle | None = None  # while idle: when it stops counting among commands
 
 
 class FairShare:
@@ -119,14 +120,22 @@ class FairShare:
         self._age(command)
         return command.executing
 
-    async def enter(self, owner: object) -> Ticket:
-        """Return once ``owner`` may execute one more call; :meth:`leave` gives it back."""
+    def try_enter(self, owner: object) -> Ticket | None:
+        """:meth:`enter` when ``owner`` may go at once, without a coroutine; else ``None``."""
         command = self._commands.get(owner)
         if command is None:
             command = self._commands[owner] = _Command()
         command.idle_since = None
         if not command.waiting and self._has_room(command):
             return self._let_in(command)
+        return None
+
+    async def enter(self, owner: object) -> Ticket:
+        """Return once ``owner`` may execute one more call; :meth:`leave` gives it back."""
+        ticket = self.try_enter(owner)
+        if ticket is not None:
+            return ticket
+        command = self._commands[owner]
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[Ticket] = loop.create_future()
         command.waiting.append(turn)
@@ -198,12 +207,19 @@ class FairShare:
 
     def _idle(self, owner: object, command: _Command) -> None:
         loop = asyncio.get_running_loop()
-        command.idle_since = since = loop.time()
-        loop.call_later(self._linger, self._expire, owner, command, since)
+        command.idle_since = loop.time()
+        if command.linger is None:  # one timer a command, not one each time it falls idle
+            command.linger = loop.call_later(self._linger, self._expire, owner, command)
 
-    def _expire(self, owner: object, command: _Command, since: float) -> None:
-        if self._commands.get(owner) is not command or command.idle_since != since:
-            return  # it called again meanwhile
+    def _expire(self, owner: object, command: _Command) -> None:
+        command.linger = None
+        if self._commands.get(owner) is not command or command.idle_since is None:
+            return  # gone, or busy again: falling idle again sets a timer again
+        loop = asyncio.get_running_loop()
+        left = command.idle_since + self._linger - loop.time()
+        if left > 0:  # it called again and fell idle again meanwhile: linger from then
+            command.linger = loop.call_later(left, self._expire, owner, command)
+            return
         del self._commands[owner]  # one command fewer: the others' shares may have grown
         for other in list(self._commands.values()):
             self._admit(other)

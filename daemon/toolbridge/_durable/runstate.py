@@ -37,7 +37,7 @@ from toolbridge._durable.keyfilter import KeyFilter
 from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
 from toolbridge._errors import RunLeaseLostError
-from toolbridge._futures import retrieve_outcome
+from toolbridge._futures import fail_unawaited
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
@@ -145,6 +145,10 @@ class RunState:
             self.lost = error
             for callback in list(self._on_lost):
                 callback(error)
+
+    def _lease_in_question(self) -> bool:
+        """Whether :meth:`check_lease` has anything to do: the run is lost, or due for renewal."""
+        return self.lost is not None or (self.renew is not None and time.monotonic() >= self.lease_deadline)
 
     async def check_lease(self) -> None:
         """Raise :class:`RunLeaseLostError` unless the run is still this bridge's to run."""
@@ -306,7 +310,8 @@ class RunState:
         existing = self._inflight.get(key)
         if existing is not None:
             return await asyncio.shield(existing)
-        await self.check_lease()
+        if self._lease_in_question():  # tested first: most calls need no coroutine for the check
+            await self.check_lease()
         existing = self._inflight.get(key)  # another asker started it while we checked
         if existing is not None:
             return await asyncio.shield(existing)
@@ -322,7 +327,6 @@ class RunState:
 
     async def _run_here(self, key: str, work: Callable[[], Awaitable[T]]) -> T:
         shared: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        shared.add_done_callback(retrieve_outcome)  # nobody else may have asked
         self._inflight[key] = shared
         task = asyncio.current_task()
         assert task is not None
@@ -333,7 +337,7 @@ class RunState:
             shared.cancel()
             raise
         except BaseException as exc:
-            shared.set_exception(exc)
+            fail_unawaited(shared, exc)  # nobody else may have asked
             raise
         else:
             shared.set_result(value)

@@ -28,7 +28,7 @@ import functools
 import os
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -222,6 +222,7 @@ class ToolTrace:
 
 
 _UNTRACED = ToolTrace(trace.INVALID_SPAN, 0.0)
+_NOT_TRACED = nullcontext(_UNTRACED)  # one for every untraced call: entering it costs nothing
 
 
 def _untraced() -> bool:
@@ -266,7 +267,6 @@ def _add_entry_event(span: Span, entry: Mapping[str, Any], *, since: float) -> N
         span.add_event(name, attributes, timestamp=stamp)
 
 
-@contextmanager
 def tool_trace(
     *,
     run_id: str,
@@ -275,7 +275,7 @@ def tool_trace(
     traceparent: str,
     scope_context: Context | None,
     from_host: bool,
-) -> Iterator[ToolTrace]:
+) -> AbstractContextManager[ToolTrace]:
     """An ``execute_tool {name}`` span, current inside the block (hooks, attempts, steps).
 
     Args:
@@ -284,12 +284,16 @@ def tool_trace(
         from_host: Whether the host itself made the call (it may inherit the current span).
     """
     if _untraced():
-        yield _UNTRACED  # nothing would record the span: no context to build and switch to
-        return
+        return _NOT_TRACED  # nothing would record the span: no context to build and switch to
+    return _tool_span(run_id, tool_name, key, _parent(traceparent, scope_context, from_host))
+
+
+@contextmanager
+def _tool_span(run_id: str, tool_name: str, key: str, parent: Context) -> Iterator[ToolTrace]:
     started_at = now()
     span = _tracer().start_span(
         f"execute_tool {tool_name}",
-        context=_parent(traceparent, scope_context, from_host),
+        context=parent,
         kind=SpanKind.INTERNAL,
         attributes={
             OPERATION: "execute_tool",

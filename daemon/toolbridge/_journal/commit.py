@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolbridge._errors import JournalError
-from toolbridge._futures import retrieve_outcome
+from toolbridge._futures import fail_unawaited
 
 __all__ = ["Done", "Eager", "Executor", "GroupCommit", "Pending", "awaiting"]
 
@@ -95,9 +95,9 @@ class GroupCommit:
         else:
             pending.params = params
         # Each writer has its own future: a writer cancelled while it waits cancels only its
-        # wait, never the batch the others wait on.
+        # wait, never the batch the others wait on. Nobody may await a fire-and-forget write:
+        # a failure is settled so that asyncio does not complain (see _settle).
         waiter: asyncio.Future[Any] = loop.create_future()
-        waiter.add_done_callback(retrieve_outcome)  # nobody may await a fire-and-forget write
         pending.waiters.append(waiter)
         if not self._committing and not self._scheduled:
             if self._eager is not None and not self._eager_this_turn and self._commit_eagerly(loop):
@@ -188,6 +188,6 @@ def _settle(batch: Sequence[Pending]) -> None:
             if waiter.done():  # its writer was cancelled
                 continue
             if pending.error is not None:
-                waiter.set_exception(pending.error)
+                fail_unawaited(waiter, pending.error)
             else:
                 waiter.set_result(pending.result)

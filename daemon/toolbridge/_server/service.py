@@ -284,6 +284,9 @@ class _Servicer:
                 )
             await replies.flush()  # a waiting notice goes before the answer
             await replies.send(reply)
+            this = asyncio.current_task()  # forgotten here, not by a done callback: a turn fewer
+            assert this is not None
+            calls.discard(this)
 
         ending: Status | None = None
         try:
@@ -294,11 +297,10 @@ class _Servicer:
                     ending = status_of(exc, "CallToolStream")  # no call id: end the stream
                     break
                 for call_id, call in read:
-                    task = asyncio.create_task(answer(call_id, call))
-                    calls.add(task)
-                    task.add_done_callback(calls.discard)
+                    calls.add(asyncio.create_task(answer(call_id, call)))
             while calls:  # unlike gather, a wait cancelled (the client left) cancels no call
                 await asyncio.wait(set(calls))
+                calls.difference_update([task for task in calls if task.done()])  # cancelled ones
         finally:
             held.close()
         if ending is not None:
