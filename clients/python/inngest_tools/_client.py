@@ -149,7 +149,7 @@ class _Connection:
         self._ids = itertools.count(1)
         self._outbox: collections.deque[pb.CallToolStreamRequest] = collections.deque()
         self._writing = False  # a write is in flight: calls made now wait in the outbox
-        self._drainer: asyncio.Task[None] | None = None
+        self._drainer: asyncio.Task[None] | None = None  # held: the loop keeps tasks only weakly
         self._batch_bytes = 0  # the largest batch the open stream reads; 0 until the daemon says
 
     def _open_stream(self) -> Any:

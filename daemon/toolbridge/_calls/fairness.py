@@ -132,9 +132,10 @@ class FairShare:
 
     async def enter(self, owner: object) -> Ticket:
         """Return once ``owner`` may execute one more call; :meth:`leave` gives it back."""
-        ticket = self.try_enter(owner)
-        if ticket is not None:
-            return ticket
+        return self.try_enter(owner) or await self.wait_turn(owner)
+
+    async def wait_turn(self, owner: object) -> Ticket:
+        """The rest of :meth:`enter`, once :meth:`try_enter` has said ``owner`` must wait."""
         command = self._commands[owner]
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[Ticket] = loop.create_future()

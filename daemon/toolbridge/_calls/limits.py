@@ -69,7 +69,7 @@ class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
                     bucket.give_back()
                     raise
             shared = fair_share()
-            self._ticket = shared.try_enter(scope) or await shared.enter(scope)
+            self._ticket = shared.try_enter(scope) or await shared.wait_turn(scope)
             self._shared = shared
         except BaseException:
             scope.in_flight -= 1

@@ -146,13 +146,13 @@ class RunState:
             for callback in list(self._on_lost):
                 callback(error)
 
-    def _lease_in_question(self) -> bool:
-        """Whether :meth:`check_lease` has anything to do: the run is lost, or due for renewal."""
-        return self.lost is not None or (self.renew is not None and time.monotonic() >= self.lease_deadline)
+    def _renewal_due(self) -> bool:
+        return self.renew is not None and time.monotonic() >= self.lease_deadline
 
     async def check_lease(self) -> None:
         """Raise :class:`RunLeaseLostError` unless the run is still this bridge's to run."""
-        if self.lost is None and self.renew is not None and time.monotonic() >= self.lease_deadline:
+        if self.lost is None and self._renewal_due():
+            assert self.renew is not None  # (what _renewal_due checked)
             await self.renew()
         if self.lost is not None:
             raise RunLeaseLostError(self.run_id, self.lost.owner)
@@ -310,7 +310,7 @@ class RunState:
         existing = self._inflight.get(key)
         if existing is not None:
             return await asyncio.shield(existing)
-        if self._lease_in_question():  # tested first: most calls need no coroutine for the check
+        if self.lost is not None or self._renewal_due():  # most calls need no coroutine to check
             await self.check_lease()
         existing = self._inflight.get(key)  # another asker started it while we checked
         if existing is not None:
