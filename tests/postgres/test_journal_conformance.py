@@ -289,3 +289,25 @@ async def test_a_closed_journal_refuses_writes_at_once(opened: Opener) -> None:
         await journal.enter_run("r", lease=30)
     with pytest.raises(JournalError, match="not open"):
         journal.write(step("r", "a", 1))
+
+
+async def test_a_late_write_of_a_run_left_lately_is_allowed_and_one_left_long_ago_is_refused(
+    opened: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A journal remembers the fences of the runs it left lately, not of every run it ever
+    # left (a long-lived daemon's memory grew by an entry per run).
+    monkeypatch.setattr("toolbridge._journal.fences.LEFT_REMEMBERED", 2)
+    async with opened(owner="a") as a, opened(owner="b") as b:
+        for run_id in ("old", "taken", "lately"):
+            await a.enter_run(run_id, lease=30)
+            await a.release_run(run_id)
+        await b.enter_run("taken", lease=30)
+        await a.write(step("lately", "s", 1))  # left, nobody took it since: still allowed
+        with pytest.raises(RunLeaseLostError, match="taken over by b"):
+            await a.write(step("taken", "s", 1))
+        with pytest.raises(JournalError, match="not entered"):
+            await a.write(step("old", "s", 1))  # left three runs ago: forgotten
+        assert [rec.key for rec in await a.load_steps("lately")] == ["s"]
+        assert await a.load_steps("old") == []
+        await a.enter_run("old", lease=30)  # entering again takes a fence again
+        await a.write(step("old", "s", 1))

@@ -40,6 +40,7 @@ from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal.base import Durability
 from toolbridge._journal.commit import GroupCommit, Pending, awaiting
+from toolbridge._journal.fences import Fences
 from toolbridge._journal.postgres_approvals import PostgresApprovals, decide_requests, insert_requests
 from toolbridge._journal.postgres_events import CHANNEL, Notices, notice
 from toolbridge._journal.postgres_schema import migrate
@@ -103,7 +104,7 @@ class PostgresJournal(StepReads):
         self._pool: asyncpg.Pool | None = None
         self._listen: asyncpg.Connection | None = None
         self._commits: GroupCommit | None = None
-        self._held: dict[str, int] = {}  # run id -> the fence this journal took (see SQLite's)
+        self._held = Fences()  # the fence of each run held, and of those left lately
         self._notices = Notices(self.owner, self.get_event)
         self.approvals = PostgresApprovals(self._fetch, self._queue)
 
@@ -296,7 +297,7 @@ class PostgresJournal(StepReads):
         for pending in batch:
             by_kind.setdefault(pending.kind, []).append(pending)
         for attempt in range(1, RETRIES + 1):
-            held = dict(self._held)
+            held = self._held.snapshot()
             try:
                 async with self.pool.acquire() as conn, conn.transaction():
                     for kind, writes in by_kind.items():
@@ -305,7 +306,7 @@ class PostgresJournal(StepReads):
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 if attempt == RETRIES:
                     raise
-                self._held = held  # the fences taken in the rolled-back attempt were not taken
+                self._held.restore(held)  # the fences taken in the rolled-back attempt were not taken
                 for pending in batch:
                     pending.error, pending.result = None, None
 
@@ -314,7 +315,8 @@ class PostgresJournal(StepReads):
             run_id = pending.params[0]
             fence = await conn.fetchval(ENTER_RUN, *pending.params)
             if fence is not None:
-                self._held[run_id] = pending.result = fence
+                self._held.take(run_id, fence)
+                pending.result = fence
                 continue
             holder = await conn.fetchrow("SELECT owner, lease_expires_at FROM runs WHERE run_id = $1", run_id)
             assert holder is not None  # the insert found it there
@@ -351,13 +353,14 @@ class PostgresJournal(StepReads):
             fence = self._held.get(pending.params)
             if fence is not None:
                 await conn.execute(RELEASE_RUN, pending.params, self.owner, fence)
+            self._held.leave(pending.params)
 
     async def _end(self, conn: Conn, writes: list[Pending]) -> None:
         fences = await self._fences(conn, {pending.params[2] for pending in writes})
         for pending in writes:
             run_id = pending.params[2]
             if self._fenced(pending, run_id, fences):
-                await conn.execute(END_RUN, *pending.params, self._held[run_id])
+                await conn.execute(END_RUN, *pending.params, self._held.get(run_id))
 
     async def _events(self, conn: Conn, writes: list[Pending]) -> None:
         await conn.executemany(RECORD_EVENT, [pending.params for pending in writes])

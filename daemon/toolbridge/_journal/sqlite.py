@@ -44,6 +44,7 @@ from toolbridge._journal import rows as r
 from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import Done, GroupCommit, Pending
+from toolbridge._journal.fences import Fences
 from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import migrate
 from toolbridge._journal.stepreads import StepReads
@@ -101,9 +102,7 @@ class SQLiteJournal(StepReads):
         self._commits: GroupCommit | None = None
         self._writer: Writer | None = None
         self._inline: InlineCommits | None = None
-        # run id -> the fence this journal took. Kept after leaving: a late write of a run
-        # left but not taken over since is harmless, and still allowed.
-        self._held: dict[str, int] = {}
+        self._held = Fences()  # the fence of each run held, and of those left lately
         self.approvals = SQLiteApprovals(lambda: self.db, self._queue)
 
     @property
@@ -149,7 +148,7 @@ class SQLiteJournal(StepReads):
             # Runs still held are free at once, not only when their leases run out. The
             # last write, after the last batch: a single statement, its own transaction. If
             # it fails (a full disk), the leases simply expire.
-            if self._held and self._writer is not None:
+            if self._held.holding and self._writer is not None:
                 await self._writer.run(lambda db: db.execute(stmt.RELEASE_ALL, (self.owner,)))
         except sqlite3.Error as exc:
             log.warning("could not release the runs this journal held: %s", exc)
@@ -297,7 +296,8 @@ class SQLiteJournal(StepReads):
             run_id = pending.params[0]
             taken = db.execute(stmt.ENTER_RUN, pending.params).fetchall()
             if taken:
-                self._held[run_id] = pending.result = taken[0][0]
+                pending.result = taken[0][0]
+                self._held.take(run_id, pending.result)
                 continue
             owner, expires = db.execute(
                 "SELECT owner, lease_expires_at FROM runs WHERE run_id = ?", (run_id,)
@@ -358,13 +358,14 @@ class SQLiteJournal(StepReads):
     def _release(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             db.execute(stmt.RELEASE_RUN, (pending.params, self.owner, self._held.get(pending.params)))
+            self._held.leave(pending.params)
 
     def _end(self, db: sqlite3.Connection, writes: list[Pending]) -> None:
         fences = self._fences(db, {pending.params[4] for pending in writes})
         for pending in writes:
             run_id = pending.params[4]
             if self._fenced(pending, run_id, fences):
-                db.execute(stmt.END_RUN, (*pending.params, self._held[run_id])).fetchall()
+                db.execute(stmt.END_RUN, (*pending.params, self._held.get(run_id))).fetchall()
 
     def _simple(self, sql: str, db: sqlite3.Connection, writes: list[Pending]) -> None:
         db.executemany(sql, [pending.params for pending in writes])
