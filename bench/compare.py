@@ -2,8 +2,9 @@
 
 Each version is a git revision, exported (``git archive``) to a temporary directory and put
 first on ``PYTHONPATH``, so ``bench/hot_path.py`` (from the working tree) runs against its
-daemon. Rounds interleave the versions (one round of hot_path.py each, in turn), and every
-figure is the median of the rounds, as a ratio to the raw unary echo of the same round.
+daemon and its Python client. Rounds interleave the versions (one round of hot_path.py each,
+in turn), and every figure is the median of the rounds, as a ratio to the raw unary echo of
+the same round.
 
 Usage: python bench/compare.py [--rounds 5] REV [REV ...]   (e.g. main HEAD~2 HEAD)
        a REV of the form NAME=REV:ENV=VALUE sets an environment variable for that version
@@ -25,11 +26,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def _export(rev: str, into: Path) -> Path:
+def _export(rev: str, into: Path) -> str:
+    """The revision's daemon and Python client, as a ``PYTHONPATH`` (the client is the one
+    sandboxes get: the runtime copies the ``inngest_tools`` the daemon's interpreter finds)."""
     into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev, "daemon"], cwd=ROOT, check=True, capture_output=True)
+    archive = subprocess.run(
+        ["git", "archive", rev, "daemon", "clients/python"], cwd=ROOT, check=True, capture_output=True
+    )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into / "daemon"
+    return os.pathsep.join((str(into / "daemon"), str(into / "clients" / "python")))
 
 
 def _version(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -54,7 +59,7 @@ def main() -> None:
             names = list(trees)
             for name in names[number % len(names) :] + names[: number % len(names)]:
                 tree, settings = trees[name]
-                env = {**os.environ, **settings, "PYTHONPATH": str(tree)}
+                env = {**os.environ, **settings, "PYTHONPATH": tree}
                 argv = [sys.executable, str(HERE / "hot_path.py"), "--rounds", "1", "--json"]
                 out = subprocess.run(
                     [*argv, *(["--uvloop"] if args.uvloop else [])], env=env, check=True, capture_output=True

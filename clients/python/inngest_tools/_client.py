@@ -71,22 +71,27 @@ def _rpc_error(exc: grpc.RpcError) -> ToolError:
     return _status_error(code.value[0], details or code.name)
 
 
+# Built once: json.dumps with any option builds an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
+def _encode(value: Any) -> bytes:
+    try:
+        text = _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"arguments must be JSON values: {exc}", type="InvalidArgument") from None
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate: sent escaped, as JSON.stringify does in the Node client, so
+        # that the daemon refuses it the same way for both (INVALID_ARGUMENT).
+        return _ASCII_ENCODER.encode(value).encode()
+
+
 def encode_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bytes, bytes]:
     """The wire form of a call's arguments: a JSON array and a JSON object, empty if none."""
-
-    def encode(value: Any) -> bytes:
-        try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
-            raise ToolError(f"arguments must be JSON values: {exc}", type="InvalidArgument") from None
-        try:
-            return text.encode()
-        except UnicodeEncodeError:
-            # A lone surrogate: sent escaped, as JSON.stringify does in the Node client, so
-            # that the daemon refuses it the same way for both (INVALID_ARGUMENT).
-            return json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
-
-    return (encode(list(args)) if args else b"", encode(kwargs) if kwargs else b"")
+    return (_encode(list(args)) if args else b"", _encode(kwargs) if kwargs else b"")
 
 
 def stream_request(
@@ -291,10 +296,14 @@ async def _write_failure(exc: BaseException, stream: Any) -> ToolError:
 
 
 _connections: dict[int, _Connection] = {}
+_last: _Connection | None = None  # the one used last: nearly always the one asked for
 
 
 def _connection() -> _Connection:
+    global _last
     loop = asyncio.get_running_loop()
+    if _last is not None and _last.loop is loop:
+        return _last
     connection = _connections.get(id(loop))
     if connection is None or connection.loop is not loop:
         address = os.environ.get(ADDRESS_VARIABLE, "")
@@ -308,6 +317,7 @@ def _connection() -> _Connection:
             )
         connection = _Connection(address, token)
         _connections[id(loop)] = connection
+    _last = connection
     return connection
 
 
@@ -332,6 +342,9 @@ async def definitions(format: str = "anthropic") -> list[dict[str, Any]]:
     return decode_definitions(await _connection().list_tools(FORMATS[format]))
 
 
+_callers: dict[str, Callable[..., Awaitable[Any]]] = {}  # made once per name: a loop calls often
+
+
 class Tools:
     """``tools.name(...)`` calls the host tool ``name``; ``tools["name"]`` works too."""
 
@@ -341,11 +354,15 @@ class Tools:
         return self[name]
 
     def __getitem__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        async def call_tool(*args: Any, **kwargs: Any) -> Any:
-            return await call(name, *args, **kwargs)
+        function = _callers.get(name)
+        if function is None:
 
-        call_tool.__name__ = call_tool.__qualname__ = name
-        return call_tool
+            async def call_tool(*args: Any, **kwargs: Any) -> Any:
+                return await call(name, *args, **kwargs)
+
+            call_tool.__name__ = call_tool.__qualname__ = name
+            function = _callers[name] = call_tool
+        return function
 
     def __repr__(self) -> str:
         return "<inngest_tools.tools>"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -312,12 +313,11 @@ class SQLiteJournal(StepReads):
                 pending.error = _not_entered(pending.params[0])
             else:
                 fenced.append((pending, held))
-        head, placeholders, tail = stmt.UPSERT_STEPS
         written: set[tuple[str, str]] = set()
         for start in range(0, len(fenced), stmt.ROWS_PER_STATEMENT):
             chunk = fenced[start : start + stmt.ROWS_PER_STATEMENT]
-            sql = f"{head} {', '.join([placeholders] * len(chunk))} {tail}"
-            params = tuple(value for pending, held in chunk for value in (*pending.params, held))
+            sql = _upsert_steps(len(chunk))
+            params = [value for pending, held in chunk for value in (*pending.params, held)]
             written.update((row[0], row[1]) for row in db.execute(sql, params).fetchall())
         refused = [pending for pending, _ in fenced if (pending.params[0], pending.params[1]) not in written]
         if refused:  # taken over: say by whom
@@ -373,6 +373,13 @@ class SQLiteJournal(StepReads):
     def _returning(self, sql: str, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             pending.result = bool(db.execute(sql, pending.params).fetchall())
+
+
+@functools.lru_cache(maxsize=64)
+def _upsert_steps(rows: int) -> str:
+    """The fenced upsert of ``rows`` steps (built once per size: a lone step is the usual)."""
+    head, placeholders, tail = stmt.UPSERT_STEPS
+    return f"{head} {', '.join([placeholders] * rows)} {tail}"
 
 
 _Operation = Callable[[SQLiteJournal, sqlite3.Connection, list[Pending]], None]

@@ -8,13 +8,18 @@ from typing import Any
 
 from toolbridge._tools.threads import run_in_thread
 
-__all__ = ["call_hook", "call_maybe_async", "takes_context"]
+__all__ = ["call_hook", "call_maybe_async", "is_async_callable", "takes_context"]
 
 Hook = Callable[[Any], Any]
 
 
+def is_async_callable(func: Callable[..., Any]) -> bool:
+    """Whether calling ``func`` returns a coroutine (an ``async def``, or an object's one)."""
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None))  # noqa: B004
+
+
 async def call_maybe_async(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):  # noqa: B004
+    if is_async_callable(func):
         return await func(*args, **kwargs)
     result = await run_in_thread(func, *args, **kwargs)  # tracked: attempts never overlap
     if inspect.isawaitable(result):

@@ -23,7 +23,7 @@ from toolbridge._schema.nulls import NullOmission
 from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._schema.signature import FunctionSignature, describe
 from toolbridge._tools.context import ToolContext
-from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, takes_context
+from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, is_async_callable, takes_context
 
 __all__ = [
     "BoundCall",
@@ -180,7 +180,14 @@ class Tool:
         args = list(call.args)
         if self.kind != "function" and self.handler_takes_context:
             args.append(context)
+        if self._handler_is_async:
+            return await self.handler(*args, **call.kwargs)
         return await call_maybe_async(self.handler, *args, **call.kwargs)
+
+    @functools.cached_property
+    def _handler_is_async(self) -> bool:
+        # Asked once per tool, not twice per call (inspect's checks are not free on the hot path).
+        return is_async_callable(self.handler)
 
     def result_to_jsonable(self, value: Any) -> Any:
         """Validate a result against ``output`` and return it as plain JSON data.
