@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from toolbridge._durable.startrecords import START_RECORD_DELAY, StartRecords
+import pytest
+
+from toolbridge._durable.startrecords import START_RECORD_DELAY, SWEEP_SLACK, StartRecords
 from toolbridge._records import StepRecord
 
 WAIT = 5.0
@@ -43,3 +45,30 @@ async def test_calls_still_running_after_the_delay_are_journaled_as_running_fini
     records.watch(later)  # the timer re-arms for a call started after the sweep
     await asyncio.wait_for(journal.changed.wait(), WAIT)
     assert journal.written == [("slow", "running"), ("later", "running")]
+
+
+async def test_calls_started_one_after_another_share_a_few_sweeps_not_one_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    journal = RecordingJournal()
+    records = StartRecords(journal)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_at = loop.call_at
+
+    def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if callback == records._sweep:  # not the test's own sleeps
+            armed.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counting_call_at)
+    slow = [step(f"s{number}") for number in range(30)]
+    for rec in slow:  # a busy run: a call starting every millisecond, all of them slow
+        records.watch(rec)
+        await asyncio.sleep(0.001)  # spreads the calls' start times; waits for no outcome
+    while len(journal.written) < len(slow):
+        journal.changed.clear()
+        await asyncio.wait_for(journal.changed.wait(), WAIT)
+    assert journal.written == [(rec.key, "running") for rec in slow]
+    # One timer per sweep, a sweep at most every SWEEP_SLACK: not one per call.
+    assert len(armed) <= 2 + (len(slow) * 0.001 + START_RECORD_DELAY) / SWEEP_SLACK, armed

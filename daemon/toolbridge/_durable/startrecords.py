@@ -3,7 +3,8 @@
 A fast call reaches the journal once, with its outcome. A call still running after
 :data:`START_RECORD_DELAY` is journaled as running, so that the trace shows it. Every call
 waits the same delay, so the calls due form a queue in start order, and one timer (armed
-for the oldest) serves all of a run's calls instead of a timer handle per call.
+for the oldest, and no sooner than :data:`SWEEP_SLACK` after the sweep before) serves all of
+a run's calls instead of a timer handle per call.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ __all__ = ["START_RECORD_DELAY", "StartRecords"]
 
 START_RECORD_DELAY = 0.05
 """Seconds before a call that is still running is journaled as running."""
+
+SWEEP_SLACK = START_RECORD_DELAY / 2
+"""How late a start record may be: a sweep serves every call due within this much of the
+next one. Armed for the oldest call alone, the timer fired once per call of a busy run."""
 
 
 class StartRecords:
@@ -46,4 +51,4 @@ class StartRecords:
                 with contextlib.suppress(JournalError):  # the bridge closed meanwhile
                     self._journal.write(rec)
         if self._due:
-            self._timer = loop.call_at(self._due[0][0], self._sweep, loop)
+            self._timer = loop.call_at(max(self._due[0][0], clock + SWEEP_SLACK), self._sweep, loop)
