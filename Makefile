@@ -16,6 +16,8 @@ export TOOLBRIDGE_REQUIRE_BWRAP
 # skips them with the reason where PostgreSQL cannot be installed (not root).
 TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
 export TOOLBRIDGE_REQUIRE_POSTGRES
+# make bench BENCH_ARGS=--quick: fewer rounds of each benchmark (bench/run_all.py --help)
+BENCH_ARGS ?=
 
 # `make test` runs the web view's browser tests too: system-deps installs Debian's chromium for
 # them, and they fail (rather than skip) when it is missing.
@@ -76,7 +78,7 @@ pytest: $(VENV)/.installed $(NODE_DEPS) system-deps
 
 # Every benchmark, one after another; their tables go to bench/results.md (shown in the README).
 bench: $(VENV)/.installed $(NODE_DEPS) system-deps
-	$(PY) bench/run_all.py
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 # What a release publishes, in dist/: the toolbridge and inngest-tools wheels and sdists (the
 # toolbridge wheel carries the Node client, its dependencies resolved) and the npm tarball.
