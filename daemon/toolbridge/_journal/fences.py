@@ -60,5 +60,5 @@ class Fences:
         return dict(self._held), OrderedDict(self._left)
 
     def restore(self, snapshot: tuple[dict[str, int], OrderedDict[str, int]]) -> None:
-        held, left = snapshot
-        self._held, self._left = dict(held), OrderedDict(left)
+        """Adopt a :meth:`snapshot` (its copies are its own: no second copy is needed)."""
+        self._held, self._left = snapshot
