@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import JournalError
+from toolbridge._journal.inline import CHECKPOINT_EVERY
 from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
@@ -160,3 +161,28 @@ async def test_a_refused_write_fails_its_awaiter_and_one_nobody_awaits_is_not_re
         await journal.close()
         loop.set_exception_handler(None)
     assert reported == []
+
+
+async def test_lone_writes_committed_on_the_loop_are_checkpointed_into_the_database_file(
+    journal_path: Path,
+) -> None:
+    # A caller alone commits each write on the loop, which never checkpoints itself: unless
+    # it asks the writer to, the log takes every page for as long as the daemon runs.
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        await journal.enter_run("r", lease=30)
+        migrated = journal_path.stat().st_size
+        for seq in range(1, 3 * CHECKPOINT_EVERY + 1):
+            rec = step("r", f"k{seq}", seq)
+            rec.complete('"done"')
+            await journal.write(rec)
+        assert journal._writer is not None
+        await journal._writer.run(lambda db: None)  # the writer's jobs run in order: any checkpoint is done
+        assert journal_path.stat().st_size > migrated + 16 * 4096  # the steps' pages, copied
+        with sqlite3.connect(journal_path) as db:
+            _, log_frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        # the log was started over after a checkpoint: it holds the last writes, not all of them
+        assert log_frames < 2 * CHECKPOINT_EVERY * 4
+    finally:
+        await journal.close()

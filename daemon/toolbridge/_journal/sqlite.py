@@ -125,7 +125,7 @@ class SQLiteJournal(StepReads):
             self._writer = Writer(self.path, synchronous=self._durability.upper())
             await self._writer.start()
             if self._durability == "normal":
-                self._inline = InlineCommits(self.path)
+                self._inline = InlineCommits(self.path, checkpoint=self._checkpoint)
         except BaseException:
             await self._db.close()
             self._db = None
@@ -277,6 +277,23 @@ class SQLiteJournal(StepReads):
             done(None)
             return
         self._writer.submit(lambda db: self._run_batch(db, batch), done)
+
+    def _checkpoint(self) -> None:
+        """Copy the log into the database file, in the writer's thread (see :mod:`.inline`)."""
+        inline = self._inline
+        if inline is None or self._writer is None:
+            return
+
+        def done(error: BaseException | None) -> None:
+            inline.paused = False
+            if error is not None:  # the next one tries again; nothing is lost meanwhile
+                log.warning("could not checkpoint the journal's log: %s", error)
+
+        try:
+            self._writer.submit(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall(), done)
+        except sqlite3.ProgrammingError:  # the writer stopped: the journal is closing
+            return
+        inline.paused = True
 
     def _run_batch(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
         by_kind: dict[str, list[Pending]] = {}
