@@ -68,7 +68,9 @@ class call_slot:  # noqa: N801 (used as a context manager, as contextlib's are)
                 except asyncio.CancelledError:
                     bucket.give_back()
                     raise
-            shared = fair_share()
+            shared = scope.share
+            if shared is None:
+                shared = scope.share = fair_share()
             self._ticket = shared.try_enter(scope) or await shared.wait_turn(scope)
             self._shared = shared
         except BaseException:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.context import Context
 
+from toolbridge._calls.fairness import FairShare
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.pacing import TokenBucket
 from toolbridge._durable.keycounter import KeyCounter
@@ -38,6 +39,7 @@ class CommandScope:
     in_flight: int = 0  # calls being answered now (see _calls.limits)
     streams: int = 0  # CallToolStream streams open now (see _calls.limits)
     bucket: TokenBucket | None = None  # the command's pace, made at its first call (see _calls.limits)
+    share: FairShare | None = None  # the loop's fair share, found at its first call (see _calls.limits)
     keys: KeyCounter = field(init=False)  # the occurrence counts of this scope's calls
     # Counts a call where the budget persists (a sidecar token's, in the journal) and says
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.

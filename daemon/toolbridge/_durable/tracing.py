@@ -226,8 +226,24 @@ _NOT_TRACED = nullcontext(_UNTRACED)  # one for every untraced call: entering it
 
 
 def _untraced() -> bool:
-    """Whether no tracer provider is set up, so that no span could be recorded."""
-    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    """Whether no tracer provider is set up, so that no span could be recorded.
+
+    Asked on every call. Until a provider is set, ``get_tracer_provider()`` looks for
+    ``OTEL_PYTHON_TRACER_PROVIDER`` in ``os.environ`` each time (a few microseconds on the
+    hot path); the provider it finds or is given lands in ``trace._TRACER_PROVIDER``, set
+    once, so that global is read first and the public call made only while it is unset and
+    the environment names a provider.
+    """
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and not _PROVIDER_FROM_ENVIRONMENT:
+        return True
+    if provider is None or provider is _UNKNOWN:
+        provider = trace.get_tracer_provider()
+    return isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+_UNKNOWN = object()  # a version of opentelemetry-api without that global: ask the public call
+_PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 
 def entry_event(entry: Mapping[str, Any]) -> tuple[str, dict[str, Any], int] | None:

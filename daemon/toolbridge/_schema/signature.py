@@ -43,6 +43,8 @@ class FunctionSignature:
             SchemaValidationError: when the arguments do not fit the signature or its types.
         """
         arguments = self._by_position(positional) if not named else None
+        if arguments is not None and self._takes_anything:
+            return positional, {}  # nothing to check, and the values go by position as they came
         if arguments is None:  # anything else: inspect says what is wrong, in its words
             try:
                 arguments = dict(self.signature.bind(*positional, **named).arguments)
@@ -75,6 +77,15 @@ class FunctionSignature:
         if not required <= len(positional) <= len(names):
             return None
         return dict(zip(names, positional, strict=False))
+
+    @functools.cached_property
+    def _takes_anything(self) -> bool:
+        """Whether no parameter is annotated (each takes any JSON value): validation would
+        hand every value back unchanged, so a call that fits by position skips it."""
+        return all(
+            parameter.annotation in (inspect.Parameter.empty, Any)
+            for parameter in self.signature.parameters.values()
+        )
 
     @functools.cached_property
     def _positional_shape(self) -> tuple[tuple[str, ...], int]:

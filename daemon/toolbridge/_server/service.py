@@ -180,18 +180,19 @@ def _parse_list(data: bytes) -> pb.ListToolsRequest:
         raise ProtocolError("INVALID_ARGUMENT", "the request is not a ListToolsRequest message") from None
 
 
-def _response(outcome: CallOutcome) -> pb.CallToolResponse:
-    response = pb.CallToolResponse(step_key=outcome.step_key, replayed=outcome.replayed)
+def _fill(response: pb.CallToolResponse, outcome: CallOutcome) -> None:
+    """Write ``outcome`` into ``response`` (a stream's answer's own, so nothing is copied)."""
+    response.step_key = outcome.step_key
+    response.replayed = outcome.replayed
     if outcome.error is not None:
         error = outcome.error
-        response.error.CopyFrom(
-            pb.ToolError(
-                type=error.type, message=error.message, retryable=error.retryable, error_id=error.error_id
-            )
-        )
+        sent = response.error
+        sent.type = error.type
+        sent.message = error.message
+        sent.retryable = error.retryable
+        sent.error_id = error.error_id
     else:
         response.result_json = (outcome.result_json or "null").encode()
-    return response
 
 
 def _waiting(req: ApprovalRequest) -> pb.CallWaiting:
@@ -217,10 +218,12 @@ class _Servicer:
     async def _call(
         scope: CommandScope,
         call: pb.CallToolRequest,
+        response: pb.CallToolResponse,
         *,
         on_waiting: OnWaiting | None = None,
         detached: bool = False,
-    ) -> pb.CallToolResponse:
+    ) -> None:
+        """Answer ``call``, into ``response``."""
         outcome = await call_tool(
             scope,
             call.tool_name,
@@ -230,12 +233,14 @@ class _Servicer:
             traceparent=call.traceparent,
             detached=detached,
         )
-        return _response(outcome)
+        _fill(response, outcome)
 
     async def CallTool(self, data: bytes, context: aio.ServicerContext) -> pb.CallToolResponse:
         try:
             scope = await self._scope(_token(context))  # a bad token hears nothing else
-            return await self._call(scope, _parse_call(data))
+            response = pb.CallToolResponse()
+            await self._call(scope, _parse_call(data), response)
+            return response
         except Exception as exc:
             status = status_of(exc, "CallTool")
         await context.abort(status.code, status.message)
@@ -275,8 +280,8 @@ class _Servicer:
                 def waiting(req: ApprovalRequest) -> None:  # tell the client: no deadline now
                     replies.post(pb.CallToolStreamResponse(call_id=call_id, waiting=_waiting(req)))
 
-                response = await self._call(scope, call, on_waiting=waiting, detached=True)
-                reply = pb.CallToolStreamResponse(call_id=call_id, response=response)
+                reply = pb.CallToolStreamResponse(call_id=call_id)
+                await self._call(scope, call, reply.response, on_waiting=waiting, detached=True)
             except Exception as exc:
                 status = status_of(exc, "CallToolStream")
                 reply = pb.CallToolStreamResponse(
