@@ -8,6 +8,7 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,9 +206,9 @@ async def _run_lean_step(
         return await _finish(rec, scope, error=ToolError(f"invalid arguments: {exc}", type="ValidationError"))
     takes_context = tool.kind != "function" and tool.handler_takes_context
 
-    async def attempt(number: int) -> Any:
+    def attempt(number: int) -> Awaitable[Any]:  # the handler's own awaitable: no layer between
         context = _context(scope, rec, number, tool_name) if takes_context else None
-        return await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        return _failpoints.during("while_tool_runs", tool.invoke(bound, context))
 
     try:
         value = await run_attempts(

@@ -50,10 +50,17 @@ def hit(name: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-async def during(name: str, work: Awaitable[T]) -> T:
-    """Await ``work``; if ``name`` is armed, kill the process once ``work`` has started running."""
+def during(name: str, work: Awaitable[T]) -> Awaitable[T]:
+    """``work``, or, if ``name`` is armed, ``work`` that kills the process once it has started.
+
+    Unarmed, ``work`` itself: the tool's own coroutine is awaited, with no layer around it.
+    """
     if name not in _ARMED:
-        return await work
+        return work
+    return _killed_during(name, work)
+
+
+async def _killed_during(name: str, work: Awaitable[T]) -> T:
     task = asyncio.ensure_future(work)
     await asyncio.sleep(0)  # let the tool run up to its first await
     hit(name)

@@ -171,18 +171,19 @@ class Tool:
         omission = NullOmission(schema.json_schema)
         return omission if omission.needed else None
 
-    async def invoke(self, call: BoundCall, context: ToolContext | None) -> Any:
-        """Run the handler once. Sync handlers run in a worker thread.
+    def invoke(self, call: BoundCall, context: ToolContext | None) -> Awaitable[Any]:
+        """One run of the handler, to await. Sync handlers run in a worker thread.
 
+        An async handler's own coroutine, with nothing around it (awaiting it is the call).
         ``context`` may be None for a handler that takes none (a plain callable, or a
         ``run=`` of one parameter): the lean call path builds none for it.
         """
-        args = list(call.args)
+        args = call.args
         if self.kind != "function" and self.handler_takes_context:
-            args.append(context)
+            args = [*args, context]
         if self._handler_is_async:
-            return await self.handler(*args, **call.kwargs)
-        return await call_maybe_async(self.handler, *args, **call.kwargs)
+            return self.handler(*args, **call.kwargs)  # type: ignore[no-any-return]
+        return call_maybe_async(self.handler, *args, **call.kwargs)
 
     @functools.cached_property
     def _handler_is_async(self) -> bool:
