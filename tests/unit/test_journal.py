@@ -186,3 +186,25 @@ async def test_lone_writes_committed_on_the_loop_are_checkpointed_into_the_datab
         assert log_frames < 2 * CHECKPOINT_EVERY * 4
     finally:
         await journal.close()
+
+
+async def test_a_lone_step_on_an_idle_journal_is_one_statement_committed_on_the_loop(
+    journal_path: Path,
+) -> None:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        await journal.enter_run("r", lease=30)
+        statements: list[str] = []
+        assert journal._inline is not None
+        journal._inline._db.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
+        rec = step("r", "a", 1)
+        rec.complete('"done"')
+        await journal.write(rec)
+        assert statements == ["INSERT"]  # its own transaction: no BEGIN, no COMMIT around it
+        with sqlite3.connect(journal_path) as other:  # committed before the write resolved
+            assert other.execute("SELECT output_json FROM steps WHERE step_key = 'a'").fetchone() == (
+                '"done"',
+            )
+    finally:
+        await journal.close()

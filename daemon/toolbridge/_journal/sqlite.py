@@ -5,8 +5,10 @@ group commit (:mod:`.commit`): all writes queued while one batch commits go into
 and each batch is one explicit ``BEGIN IMMEDIATE ... COMMIT`` transaction (step snapshots as
 multi-row upserts), run as one function on the writer's own stdlib ``sqlite3`` connection in
 its own thread (:mod:`.writer`): one wake-up of the event loop per batch. Nothing else writes
-on that connection, so nothing lands inside another batch's transaction by accident. Reads
-run as single statements on a second connection (aiosqlite), which also migrates the file.
+on that connection, so nothing lands inside another batch's transaction by accident. A lone
+write that finds the journal idle commits on the loop instead (:mod:`.inline`), and a lone
+step there is a single statement, its own transaction. Reads run as single statements on a
+second connection (aiosqlite), which also migrates the file.
 
 Runs are leased: a journal enters a run by taking its lease in the database (see
 :meth:`SQLiteJournal.enter_run`), and every step write checks, inside the batch's
@@ -136,7 +138,7 @@ class SQLiteJournal(StepReads):
         inline = self._inline
         self._commits = GroupCommit(
             self._execute_batch,
-            eager=None if inline is None else (lambda batch: inline.commit(self._run_batch, batch)),
+            eager=None if inline is None else (lambda batch: inline.commit(self._run_inline, batch)),
         )
 
     async def close(self) -> None:
@@ -273,10 +275,33 @@ class SQLiteJournal(StepReads):
     def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
         if self._writer is None:
             raise JournalError("the journal is not open")
-        if self._inline is not None and self._inline.commit(self._run_batch, batch):
+        if self._inline is not None and self._inline.commit(self._run_inline, batch):
             done(None)
             return
         self._writer.submit(lambda db: self._run_batch(db, batch), done)
+
+    def _run_inline(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
+        """:meth:`_run_batch` on the loop's own connection, which takes lone writes only.
+
+        A lone step (a call's outcome: the write on every call's path) is one statement, its
+        own transaction: with no ``BEGIN IMMEDIATE`` and ``COMMIT`` around it, and a
+        single-row upsert, it costs about 30 µs less than the batch's form. That connection
+        never waits for the lock (see :mod:`.inline`), so a statement that cannot take it at
+        once fails ``SQLITE_BUSY`` having written nothing, and the writer takes the batch.
+        """
+        if len(batch) == 1 and batch[0].kind == "step":
+            self._lone_step(db, batch[0])
+        else:
+            self._run_batch(db, batch)
+
+    def _lone_step(self, db: sqlite3.Connection, pending: Pending) -> None:
+        run_id = pending.params[0]
+        held = self._held.get(run_id)
+        if held is None:
+            pending.error = _not_entered(run_id)
+        elif not db.execute(stmt.UPSERT_STEP, (*pending.params, run_id, held)).rowcount:
+            current = self._fences(db, {run_id}).get(run_id)  # taken over: say by whom
+            pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
 
     def _checkpoint(self) -> None:
         """Copy the log into the database file, in the writer's thread (see :mod:`.inline`)."""

@@ -10,20 +10,26 @@ from toolbridge._journal import rows as r
 
 ROWS_PER_STATEMENT = 500  # 17 values x 500 rows stays far below SQLite's 32766 parameters
 
+_STEP_CHANGES = """ON CONFLICT (run_id, step_key) DO UPDATE SET
+        status = excluded.status, input_json = excluded.input_json,
+        output_json = excluded.output_json, error_json = excluded.error_json,
+        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
+        finished_at = excluded.finished_at, stale = excluded.stale"""
 # Fenced in the statement itself: a row is written only while its run's fence is the one this
 # journal took (the 17th value); RETURNING names the rows written, so the others are refused.
 UPSERT_STEPS = (
     f"INSERT INTO steps ({r.STEP_COLUMNS}) "
     f"SELECT {', '.join(f'column{i}' for i in range(1, 17))} FROM (VALUES",
     f"({', '.join('?' * 17)})",
-    """) AS v WHERE EXISTS (SELECT 1 FROM runs WHERE runs.run_id = v.column1 AND runs.fence = v.column17)
-    ON CONFLICT (run_id, step_key) DO UPDATE SET
-        status = excluded.status, input_json = excluded.input_json,
-        output_json = excluded.output_json, error_json = excluded.error_json,
-        attempts = excluded.attempts, attempt_log = excluded.attempt_log,
-        finished_at = excluded.finished_at, stale = excluded.stale
+    f""") AS v WHERE EXISTS (SELECT 1 FROM runs WHERE runs.run_id = v.column1 AND runs.fence = v.column17)
+    {_STEP_CHANGES}
     RETURNING run_id, step_key""",
 )
+# One step alone, fenced the same way (the 17th and 18th values: its run and the fence taken),
+# and no rows to name: the count of rows changed (0 or 1) says whether it was written.
+UPSERT_STEP = f"""INSERT INTO steps ({r.STEP_COLUMNS}) SELECT {", ".join("?" * 16)}
+    WHERE (SELECT fence FROM runs WHERE run_id = ?) = ?
+    {_STEP_CHANGES}"""
 # Taken when the run is new, already ours, released, or its holder's lease has expired. A new
 # holder increases the fence, which refuses the previous holder's late writes.
 ENTER_RUN = """
