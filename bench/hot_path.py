@@ -1,7 +1,9 @@
 """A durable call beside a bare grpc.aio unary echo: a sync tool and an async tool, one run.
 
 Every subject runs as a sandboxed command using the same runtime interpreter: the baseline
-``raw-unary`` calls a bare grpc.aio unary echo served from the same event loop as the daemon;
+``raw-unary`` calls a bare grpc.aio unary echo served from the same event loop as the daemon,
+and ``raw-stream`` the same echo as messages on one bidirectional stream (what a call costs
+the transport alone, since the client multiplexes its calls over one stream);
 ``sync-tool`` and ``async-tool`` call an ``echo`` tool (a plain ``def`` and an ``async def``)
 through the daemon, each call authenticated, validated, journaled in SQLite and committed
 before the answer. Rounds interleave the subjects (in a rotating order); each figure is the
@@ -29,7 +31,7 @@ from call_latency import CLIENTS, UNPACED, _start_raw_echo
 
 from toolbridge import Bridge
 
-SUBJECTS = ("raw-unary", "sync-tool", "async-tool")
+SUBJECTS = ("raw-unary", "raw-stream", "sync-tool", "async-tool")
 
 
 def _echo_sync(value: Any) -> Any:
@@ -56,11 +58,12 @@ async def _round(args: argparse.Namespace, work: Path, order: list[str]) -> dict
     figures: dict[str, dict[str, float]] = {}
     async with Bridge(journal=work / "bench.db") as bridge, bridge.run("hot-path") as step:
         for subject in order:
-            if subject == "raw-unary":
+            if subject.startswith("raw-"):
                 raw = await _start_raw_echo(work / "raw.sock")
                 try:
                     address = f"unix:{work / 'raw.sock'}"
-                    argv = ["python3", str(CLIENTS / "raw_echo_client.py"), address, "unary"]
+                    mode = subject.removeprefix("raw-")
+                    argv = ["python3", str(CLIENTS / "raw_echo_client.py"), address, mode]
                     result = await step.sandbox.commands.run(subject, [*argv, *sizes], timeout=600)
                 finally:
                     await raw.stop(None)
@@ -113,7 +116,8 @@ def render(table: dict[str, dict[str, float]], *, rounds: int, callers: int) -> 
 async def measure(args: argparse.Namespace) -> list[dict[str, dict[str, float]]]:
     rounds = []
     for number in range(args.rounds):
-        order = list(SUBJECTS[number % 3 :] + SUBJECTS[: number % 3])
+        turn = number % len(SUBJECTS)
+        order = list(SUBJECTS[turn:] + SUBJECTS[:turn])
         with tempfile.TemporaryDirectory(prefix="toolbridge-hot-") as work:
             rounds.append(await _round(args, Path(work), order))
     return rounds
