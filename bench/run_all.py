@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("A durable call beside a bare gRPC unary echo", ["hot_path.py"], ["--rounds", "3"]),
     ("The same on uvloop", ["hot_path.py", "--uvloop"], ["--rounds", "3"]),
-    ("The least a durable call costs here: a bare stream handler, one commit", ["floor.py"], ["--rounds", "3"]),
+    ("The least a durable call costs here: a bare handler, one commit", ["floor.py"], ["--rounds", "3"]),
     ("Throughput by callers and commands; p99 beside a flood", ["concurrency.py"], ["--rounds", "1"]),
     ("Latency by client, beside raw unary and stream echoes", ["call_latency.py"], ["--rounds", "1"]),
     ("Peers: MCP SDK stdio, DBOS steps", ["peers.py"], ["--rounds", "3", "--calls", "500"]),
