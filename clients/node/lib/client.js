@@ -22,9 +22,14 @@ function currentConnection() {
       { type: "NotConfigured" },
     );
   }
-  // Loaded here, not at require time: a script that never calls a tool does not pay for gRPC.
+  // Loaded here, not at require time: a script that never calls a tool loads no HTTP/2.
   const { Connection } = require("./connection");
-  connection = new Connection(address, token);
+  try {
+    connection = new Connection(address, token);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    throw new ToolError(`${ADDRESS_VARIABLE}: ${error.message}`, { type: "NotConfigured" });
+  }
   return connection;
 }
 
