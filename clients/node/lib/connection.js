@@ -1,6 +1,6 @@
 "use strict";
-// The connection to the daemon: one HTTP/2 session (lib/transport.js), and one CallToolStream
-// on it carrying every call. The only module that touches the network.
+// The connection to the daemon: one HTTP/2 session, and one CallToolStream on it carrying
+// every call. The only module that reaches the network, through lib/transport.js.
 //
 // Calls are multiplexed over a long-lived bidi stream, as in the Python client: a message on
 // an open stream costs less than a unary RPC. Each call carries an id; answers may come back

@@ -1,224 +1,36 @@
 "use strict";
-// gRPC over HTTP/2, with node:http2 alone, for the two calls this client makes: the bidi
-// CallToolStream and the unary ListTools.
+// gRPC over one HTTP/2 session, with node:http2 alone, for the two calls this client makes:
+// the bidi CallToolStream and the unary ListTools. The one module that opens a socket.
 //
 // Why not @grpc/grpc-js: loading it and making its first call cost a sandboxed command about
-// 64 ms of the ~150 ms a one-call command takes; node:http2 does the same call in about 7 ms.
+// 64 ms of the ~150 ms a one-call command takes; node:http2 makes the same call in about 7 ms.
 // The client needs little of gRPC: no TLS, no name resolution beyond net.connect, no
-// deadlines, no compression, no retries, one connection. What it does need is here, as the
-// gRPC over HTTP/2 spec (doc/PROTOCOL-HTTP2.md in grpc/grpc) says it: length-prefixed
-// messages, the status in trailers (or in the headers of a trailers-only response), the
-// HTTP status and RST_STREAM codes mapped to gRPC codes, GOAWAY honoured.
+// deadlines, no compression, no retries, one connection. What it needs is here and in
+// lib/grpc.js (the protocol's rules, pure): messages reassembled from DATA, the status from
+// the trailers, a trailers-only response, an HTTP status or an RST_STREAM code, UNAVAILABLE
+// when the connection fails or closes, and GOAWAY honoured: the calls on the departing
+// session finish there, new ones open a new session.
 //
-// A call is kept alive (its session ref'd) until its owner says it may be left (`unref`):
-// the stream's owner knows whether a tool call is in flight on it, HTTP/2 does not. A session
-// with no ref'd call never keeps the process alive.
+// A call keeps the process alive (its session ref'd) until its owner says it may be left
+// (`unref`): the owner of the call stream knows whether a tool call is in flight on it,
+// HTTP/2 does not. A session with no ref'd call never keeps the process alive.
 
 const http2 = require("node:http2");
 const net = require("node:net");
+const {
+  Code,
+  MessageReader,
+  frame,
+  grpcStatus,
+  h2ErrorName,
+  headerValue,
+  httpStatus,
+  parseAddress,
+  resetStatus,
+  status,
+} = require("./grpc");
 
-/** The gRPC status codes this module produces or names. */
-const Code = Object.freeze({
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  UNAUTHENTICATED: 16,
-});
-
-const CODE_NAMES = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-];
-
-// The gRPC HTTP/2 spec's mapping of an HTTP status that is not 200 (no grpc-status with it).
-const HTTP_STATUS_CODES = new Map([
-  [400, Code.INTERNAL],
-  [401, Code.UNAUTHENTICATED],
-  [403, Code.PERMISSION_DENIED],
-  [404, Code.UNIMPLEMENTED],
-  [429, Code.UNAVAILABLE],
-  [502, Code.UNAVAILABLE],
-  [503, Code.UNAVAILABLE],
-  [504, Code.UNAVAILABLE],
-]);
-
-const { NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
-
-// HTTP/2 error codes (RFC 9113, section 7) by number, for messages.
-const H2_ERRORS = [
-  "NO_ERROR",
-  "PROTOCOL_ERROR",
-  "INTERNAL_ERROR",
-  "FLOW_CONTROL_ERROR",
-  "SETTINGS_TIMEOUT",
-  "STREAM_CLOSED",
-  "FRAME_SIZE_ERROR",
-  "REFUSED_STREAM",
-  "CANCEL",
-  "COMPRESSION_ERROR",
-  "CONNECT_ERROR",
-  "ENHANCE_YOUR_CALM",
-  "INADEQUATE_SECURITY",
-  "HTTP_1_1_REQUIRED",
-];
-
-// RST_STREAM from the peer, as the spec maps it.
-const RST_CODES = new Map([
-  [NGHTTP2_REFUSED_STREAM, Code.UNAVAILABLE],
-  [NGHTTP2_CANCEL, Code.CANCELLED],
-  [NGHTTP2_ENHANCE_YOUR_CALM, Code.RESOURCE_EXHAUSTED],
-]);
-
-const PREFIX_BYTES = 5; // compressed flag, then the length as a 32-bit big-endian integer
-
-/** @typedef {{ code: number, message: string }} Status */
-
-function status(code, message) {
-  return { code, message: message || CODE_NAMES[code] || `gRPC status ${code}` };
-}
-
-/**
- * Where an address points: `unix:/abs/path`, `unix:///abs/path`, `unix:relative/path` (from
- * the working directory), `host:port` or `[v6 address]:port`; the forms the daemon hands out
- * and grpc reads.
- * @returns {{ path: string, authority: string } | { host: string, port: number, authority: string }}
- * @throws {TypeError} for anything else, saying what is read.
- */
-function parseAddress(address) {
-  const expected = "expected unix:/path/to.sock or host:port";
-  if (address.startsWith("unix:")) {
-    let path = address.slice("unix:".length);
-    if (path.startsWith("//")) {
-      path = path.slice(2); // unix://absolute_path: the authority part must be empty
-      if (!path.startsWith("/")) throw new TypeError(`${JSON.stringify(address)}: unix:// takes an absolute path`);
-    }
-    if (path === "") throw new TypeError(`${JSON.stringify(address)} names no socket; ${expected}`);
-    return { path, authority: "localhost" };
-  }
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]/\s]+)):(\d{1,5})$/.exec(address);
-  const port = match === null ? 0 : Number(match[3]);
-  if (port < 1 || port > 65535) throw new TypeError(`${JSON.stringify(address)} is not an address; ${expected}`);
-  return { host: match[1] ?? match[2], port, authority: address };
-}
-
-/** `bytes` as a gRPC message on the wire: uncompressed, its length before it. */
-function frame(bytes) {
-  const framed = Buffer.allocUnsafe(PREFIX_BYTES + bytes.length);
-  framed[0] = 0;
-  framed.writeUInt32BE(bytes.length, 1);
-  bytes.copy(framed, PREFIX_BYTES);
-  return framed;
-}
-
-/**
- * Length-prefixed messages out of DATA as it comes: a message may span chunks, a chunk may
- * hold several. A compressed message or one above `limit` is refused from its prefix, before
- * its bytes are held.
- */
-class MessageReader {
-  constructor(limit) {
-    this.limit = limit;
-    this.chunks = [];
-    this.buffered = 0;
-    /** The length of the message being read, or -1 while its prefix is not complete. */
-    this.length = -1;
-  }
-
-  /**
-   * @param {Buffer} chunk
-   * @returns {{ messages: Buffer[], refusal: Status | null }} the messages it completes, and
-   *   why the stream cannot go on (nothing after a refusal is read).
-   */
-  push(chunk) {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    const messages = [];
-    for (;;) {
-      if (this.length < 0) {
-        if (this.buffered < PREFIX_BYTES) break;
-        const prefix = this._take(PREFIX_BYTES);
-        const length = prefix.readUInt32BE(1);
-        if (prefix[0] !== 0) {
-          const refusal = `the daemon sent a compressed message (flag ${prefix[0]}), and this client asked for none`;
-          return { messages, refusal: status(Code.INTERNAL, refusal) };
-        }
-        if (length > this.limit) {
-          const refusal = `the daemon sent a message of ${length} bytes, more than this client reads (${this.limit})`;
-          return { messages, refusal: status(Code.RESOURCE_EXHAUSTED, refusal) };
-        }
-        this.length = length;
-      }
-      if (this.buffered < this.length) break;
-      messages.push(this._take(this.length));
-      this.length = -1;
-    }
-    return { messages, refusal: null };
-  }
-
-  _take(count) {
-    const first = this.chunks[0];
-    let taken;
-    if (first.length >= count) {
-      taken = first.subarray(0, count);
-      if (first.length === count) this.chunks.shift();
-      else this.chunks[0] = first.subarray(count);
-    } else {
-      taken = Buffer.allocUnsafe(count);
-      let at = 0;
-      while (at < count) {
-        const chunk = this.chunks[0];
-        const part = Math.min(chunk.length, count - at);
-        chunk.copy(taken, at, 0, part);
-        at += part;
-        if (part === chunk.length) this.chunks.shift();
-        else this.chunks[0] = chunk.subarray(part);
-      }
-    }
-    this.buffered -= count;
-    return taken;
-  }
-}
-
-/** grpc-message is percent-encoded UTF-8; a malformed escape is left as it is. */
-function percentDecoded(text) {
-  if (!text.includes("%")) return text;
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ""), "hex").toString("utf8"));
-}
-
-function headerValue(headers, name) {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** The status grpc-status and grpc-message carry, or null without grpc-status. */
-function grpcStatus(headers) {
-  const code = headerValue(headers, "grpc-status");
-  if (code === undefined) return null;
-  const number = /^\d+$/.test(code) ? Number(code) : NaN;
-  const message = percentDecoded(headerValue(headers, "grpc-message") ?? "");
-  if (!Number.isSafeInteger(number)) return status(Code.UNKNOWN, `the daemon sent grpc-status ${JSON.stringify(code)}`);
-  return status(number, message);
-}
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL } = http2.constants;
 
 /**
  * One RPC on a session. Its owner's handlers hear, in order: `onHeaders(headers)` (the
@@ -239,7 +51,6 @@ class Call {
     /** DATA that came before the response headers were handled: read after them. */
     this.early = [];
     this.headersSeen = false;
-    this.error = null;
   }
 
   _start(path, metadata) {
@@ -267,25 +78,25 @@ class Call {
     stream.on("trailers", (trailers) => {
       this.received ??= grpcStatus(trailers) ?? status(Code.INTERNAL, "the daemon's trailers carry no grpc-status");
     });
+    // Every message has been read by then; without a status, 'close' says what ended it.
     stream.on("end", () => {
-      this._finish(this.received ?? status(Code.INTERNAL, "the daemon ended the call without a status"));
+      if (this.received !== null) this._finish(this.received);
     });
-    stream.on("error", (error) => {
-      this.error = error;
-    });
+    // What ended it is told by 'close' (the reset code, or the session's failure); without a
+    // listener the error would be thrown.
+    stream.on("error", () => {});
     stream.on("close", () => this._closed());
   }
 
   _response(headers) {
     if (this.finished) return;
     this.headersSeen = true;
-    const httpStatus = Number(headers[":status"]);
+    const code = Number(headers[":status"]);
     const carried = grpcStatus(headers);
     if (carried !== null) {
       this.received = carried; // trailers-only: the status, and nothing else, is coming
-    } else if (httpStatus !== 200) {
-      const code = HTTP_STATUS_CODES.get(httpStatus) ?? Code.UNKNOWN;
-      this._finish(status(code, `the daemon answered with HTTP status ${httpStatus}`), NGHTTP2_CANCEL);
+    } else if (code !== 200) {
+      this._finish(httpStatus(code), NGHTTP2_CANCEL);
       return;
     } else {
       const type = headerValue(headers, "content-type") ?? "";
@@ -317,17 +128,9 @@ class Call {
 
   _closed() {
     if (this.finished) return;
-    const code = this.stream.rstCode;
-    if (this.received !== null) {
-      this._finish(this.received); // the daemon had said how the call ended
-    } else if (this.session.failure !== null) {
-      this._finish(this.session.failure);
-    } else if (code === NGHTTP2_NO_ERROR || code === undefined) {
-      this._finish(status(Code.INTERNAL, "the daemon closed the call without a status"));
-    } else {
-      const name = H2_ERRORS[code] ?? `code ${code}`;
-      this._finish(status(RST_CODES.get(code) ?? Code.INTERNAL, `the daemon reset the call (RST_STREAM ${name})`));
-    }
+    if (this.received !== null) this._finish(this.received); // the daemon had said how it ended
+    else if (this.session.failure !== null) this._finish(this.session.failure);
+    else this._finish(resetStatus(this.stream.rstCode));
   }
 
   /**
@@ -447,8 +250,7 @@ class Session {
     // GOAWAY: with NO_ERROR node:http2 lets the calls already open finish and starts none on
     // this session; with an error it destroys the session, and the calls end UNAVAILABLE.
     if (code !== NGHTTP2_NO_ERROR) {
-      const name = H2_ERRORS[code] ?? `code ${code}`;
-      this.failure ??= status(Code.UNAVAILABLE, `the daemon closed the connection (GOAWAY ${name})`);
+      this.failure ??= status(Code.UNAVAILABLE, `the daemon closed the connection (GOAWAY ${h2ErrorName(code)})`);
     }
     if (this.draining) return;
     this.draining = true;
@@ -528,4 +330,4 @@ class Channel {
   }
 }
 
-module.exports = { Channel, Code, MessageReader, frame, parseAddress, percentDecoded };
+module.exports = { Channel, Code };
