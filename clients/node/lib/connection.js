@@ -124,7 +124,8 @@ class Connection {
     const encoded = this._method.requestSerialize(request);
     if (encoded.length > TRANSPORT_MESSAGE_LIMIT) {
       // Refused here, alone: sent, it would end the stream and every call on it.
-      const message = `the call is ${encoded.length} bytes, more than the transport carries (${TRANSPORT_MESSAGE_LIMIT})`;
+      const limit = TRANSPORT_MESSAGE_LIMIT;
+      const message = `the call is ${encoded.length} bytes, more than the transport carries (${limit})`;
       return Promise.reject(statusError(Code.RESOURCE_EXHAUSTED, message));
     }
     const stream = this._openStream();

@@ -64,9 +64,10 @@ class Call {
     try {
       this.stream = this.session.h2.request(headers);
     } catch (error) {
-      // A session closing under us, or metadata HTTP/2 cannot carry: told as a status, later,
-      // like every other end.
-      process.nextTick(() => this._finish(status(Code.UNAVAILABLE, `cannot start the call: ${error.message}`)));
+      // A session closing under us (UNAVAILABLE), or headers HTTP/2 cannot carry: told as a
+      // status, later, like every other end.
+      const code = this.session.usable() ? Code.INTERNAL : Code.UNAVAILABLE;
+      process.nextTick(() => this._finish(status(code, `cannot start the call: ${error.message}`)));
       return;
     }
     const { stream } = this;
@@ -101,7 +102,8 @@ class Call {
     } else {
       const type = headerValue(headers, "content-type") ?? "";
       if (!type.startsWith("application/grpc")) {
-        this._finish(status(Code.UNKNOWN, `the daemon answered with content-type ${JSON.stringify(type)}`), NGHTTP2_CANCEL);
+        const refusal = `the daemon answered with content-type ${JSON.stringify(type)}`;
+        this._finish(status(Code.UNKNOWN, refusal), NGHTTP2_CANCEL);
         return;
       }
       this.handlers.onHeaders?.(headers);
@@ -223,8 +225,8 @@ class Session {
 
   failed(error) {
     const address = this.channel.address;
-    const reason = error === null ? "the connection to the daemon closed" : `cannot reach the daemon at ${address}: ${error.message}`;
-    return status(Code.UNAVAILABLE, reason);
+    if (error === null) return status(Code.UNAVAILABLE, "the connection to the daemon closed");
+    return status(Code.UNAVAILABLE, `the connection to the daemon at ${address} failed: ${error.message}`);
   }
 
   usable() {
@@ -307,8 +309,8 @@ class Channel {
       },
       onStatus: (ended) => {
         if (ended.code !== Code.OK) callback(ended, null);
-        else if (count !== 1) callback(status(Code.INTERNAL, `the daemon answered a unary call with ${count} messages`), null);
-        else callback(ended, response);
+        else if (count === 1) callback(ended, response);
+        else callback(status(Code.INTERNAL, `the daemon answered a unary call with ${count} messages`), null);
       },
     });
     call.end(bytes);

@@ -160,6 +160,14 @@ test("without an address and a token, calls fail with NotConfigured", async () =
   await rejectsWith(client.definitions(), { type: "NotConfigured" });
 });
 
+test("an address or a token the client cannot use fails with NotConfigured, naming the variable", async () => {
+  connectTo("somewhere");
+  await rejectsWith(client.tools.echo(1), { type: "NotConfigured", message: /^TOOLBRIDGE_ADDRESS: "somewhere" is not an address/ });
+  connectTo(daemon.address, "tb1.fake\nsecret");
+  await rejectsWith(client.tools.echo(1), { type: "NotConfigured", message: /^TOOLBRIDGE_TOKEN is not a token/ });
+  await rejectsWith(client.definitions(), { type: "NotConfigured" });
+});
+
 test("arguments that are not JSON fail with InvalidArgument and nothing is sent", async () => {
   connectTo(daemon.address);
   const sent = daemon.requests.length;

@@ -249,7 +249,7 @@ test("an address nobody serves ends the call UNAVAILABLE, naming the address", T
   channels.push(opened);
   const { status } = await callOn(opened);
   assert.equal(status.code, Code.UNAVAILABLE);
-  assert.match(status.message, /cannot reach the daemon at unix:.*nobody\.sock: connect ENOENT/);
+  assert.match(status.message, /the connection to the daemon at unix:.*nobody\.sock failed: connect ENOENT/);
 });
 
 test("GOAWAY: the calls on the departing session finish there, new calls open a new session", TIMEOUT, async () => {
@@ -281,6 +281,35 @@ test("GOAWAY: the calls on the departing session finish there, new calls open a 
   await ended; // ...whose stream the client then half-closes, with nothing left on it
   assert.equal(await client.tools.again(), "again");
   assert.equal(server.sessions.length, sessions + 1);
+});
+
+test("GOAWAY with an error code ends the session's calls UNAVAILABLE; the next call connects again", TIMEOUT, async () => {
+  server.handler = (stream) =>
+    serveCalls(stream, (request, reply) => {
+      if (request.call.tool_name === "calm") stream.session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
+      else reply(result(request, request.call.tool_name));
+    });
+  connectTo(server.address);
+  await assert.rejects(client.tools.calm(), (error) => {
+    assert.ok(error instanceof ToolError);
+    assert.equal(error.type, "Unavailable");
+    assert.equal(error.retryable, true);
+    assert.match(error.message, /GOAWAY ENHANCE_YOUR_CALM/);
+    return true;
+  });
+  assert.equal(await client.tools.after(), "after");
+});
+
+test("a message the contract cannot decode ends the call INTERNAL, and the call is reset", TIMEOUT, async () => {
+  let closed;
+  server.handler = (stream) => {
+    closed = once(stream, "close").then(() => stream.rstCode);
+    stream.respond(OK_HEADERS);
+    stream.write(grpcMessage(Buffer.from([0x0a, 0x05, 0x01]))); // a field said 5 bytes long, holding 1
+  };
+  connectTo(server.address);
+  await assert.rejects(client.tools.echo(), { name: "ToolError", type: "ProtocolError", message: /cannot decode/ });
+  assert.equal(await closed, NGHTTP2_CANCEL);
 });
 
 test("the stream and ListTools carry gRPC's headers and the client's metadata", TIMEOUT, async () => {
@@ -336,6 +365,4 @@ test("addresses: unix:/abs, unix:///abs, unix:relative and host:port all connect
   for (const bad of ["", "unix:", "unix://relative", "localhost", "host:0", "host:65536", "dns:///host:1"]) {
     assert.throws(() => parseAddress(bad), TypeError, JSON.stringify(bad));
   }
-  connectTo("somewhere");
-  await assert.rejects(client.tools.echo(), { name: "ToolError", type: "NotConfigured", message: /TOOLBRIDGE_ADDRESS/ });
 });
