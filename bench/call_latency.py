@@ -5,7 +5,8 @@ Each client runs as a real sandboxed command (``step.sandbox.commands.run``) cal
 The baseline is a bare grpc.aio echo service on the same kind of Unix socket, served from the
 same event loop, called by a subprocess with the same patterns (one RPC per call, and one
 multiplexed bidirectional stream as inngest_tools uses), from Python (``raw-*``) and from Node
-(``raw-node-*``): the Node rows show what @grpc/grpc-js itself costs, apart from the daemon.
+(``raw-node-*``, with @grpc/grpc-js: a stock Node gRPC client, where inngest_tools speaks
+HTTP/2 itself), apart from the daemon.
 
 Usage: python bench/call_latency.py [--rounds 3] [--sequential 2000] [--per-caller 100] [--callers 32]
 

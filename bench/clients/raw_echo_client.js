@@ -9,7 +9,9 @@ const path = require("node:path");
 const { createRequire } = require("node:module");
 const { performance } = require("node:perf_hooks");
 
-// The Node client's own copy of grpc-js: the baseline uses the same library version.
+// grpc-js from clients/node's devDependencies (`npm ci` there, `make node-deps`): the client
+// itself no longer uses it (lib/transport.js speaks HTTP/2 directly), its tests and this
+// baseline do.
 const grpc = createRequire(path.join(__dirname, "..", "..", "clients", "node", "package.json"))("@grpc/grpc-js");
 
 const WARMUP = 50;

@@ -18,17 +18,20 @@ from toolbridge._sandbox.runtime.node import (
 )
 
 CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
-DEPENDENCIES = ("@grpc/grpc-js", "typescript")
+DEPENDENCIES = ("typescript",)  # what the runner needs; the client speaks gRPC over node:http2
+DEV_DEPENDENCIES = ("@grpc/grpc-js",)  # its tests' fake daemon, installed by `npm ci` beside
 
 
 def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
-    """A minimal client directory: the package, and stand-ins for its dependencies."""
+    """A minimal client directory: the package, and stand-ins for its dependencies and
+    devDependencies (which `npm ci` installs in a checkout, and which no sandbox needs)."""
     client = root / "client"
     (client / "lib").mkdir(parents=True)
     manifest = {
         "name": "inngest_tools",
         "files": ["index.js", "register.js", "lib/"],
         "dependencies": dict.fromkeys(DEPENDENCIES, "*"),
+        "devDependencies": dict.fromkeys(DEV_DEPENDENCIES, "*"),
     }
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("module.exports = {};\n")
@@ -37,7 +40,7 @@ def _fake_client(root: Path, *, dependencies: bool = True) -> Path:
     (client / "test").mkdir()
     (client / "test" / "a.test.js").write_text("// not published\n")
     if dependencies:
-        for name in DEPENDENCIES:
+        for name in DEPENDENCIES + DEV_DEPENDENCIES:
             _fake_package(client / "node_modules", name)
     return client
 
@@ -76,7 +79,7 @@ def test_a_client_without_its_dependencies_says_to_run_npm_ci(
 ) -> None:
     client = _fake_client(tmp_path, dependencies=False)
     monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
-    with pytest.raises(NodeClientMissingError, match=r"misses dependencies .*@grpc/grpc-js.*run `npm ci`"):
+    with pytest.raises(NodeClientMissingError, match=r"misses dependencies .* \(typescript\): run `npm ci`"):
         find_node_client()
 
 
@@ -91,6 +94,7 @@ def test_the_node_path_holds_the_published_files_and_is_reused(
     package = node_path / "inngest_tools"
     assert (package / "lib" / "client.js").read_text() == "// client\n"
     assert (package / "node_modules" / "typescript" / "package.json").is_file()
+    assert not (package / "node_modules" / "@grpc").exists()  # a devDependency stays out
     assert not (package / "test").exists()
     assert build_node_path(cache) == (node_path, None)
     # A changed client file, or a new install of its dependencies, makes a new directory.
@@ -147,6 +151,16 @@ def test_node_accepts_the_environment_for_an_awkward_path(tmp_path: Path) -> Non
     assert (done.returncode, done.stdout) == (0, "function\n"), done.stderr
 
 
+def test_the_checkout_client_needs_typescript_alone_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # @grpc/grpc-js is a devDependency (the tests' fake daemon): `npm ci` installs it in the
+    # checkout, and neither the sandboxes' copy nor the wheel takes it.
+    monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
+    manifest = json.loads((CHECKOUT_CLIENT / "package.json").read_text())
+    assert sorted(manifest["dependencies"]) == ["typescript"]
+    assert "@grpc/grpc-js" in manifest["devDependencies"]
+    assert sorted(str(place) for place in find_node_client().dependencies.values()) == ["typescript"]
+
+
 def test_the_checkout_client_is_laid_out_with_a_typescript_code_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -169,11 +183,11 @@ def _hoisted_project(root: Path) -> Path:
     manifest = {
         "name": "inngest_tools",
         "files": ["index.js"],
-        "dependencies": {"@grpc/grpc-js": "*", "b": "*"},
+        "dependencies": {"@scope/a": "*", "b": "*"},
     }
     (client / "package.json").write_text(json.dumps(manifest))
     (client / "index.js").write_text("// client\n")
-    _fake_package(modules, "@grpc/grpc-js", long="*")
+    _fake_package(modules, "@scope/a", long="*")
     _fake_package(modules, "long")
     _fake_package(modules, "b", long="*")
     nested = _fake_package(modules / "b" / "node_modules", "long")
@@ -189,7 +203,7 @@ def test_a_client_installed_by_npm_with_hoisted_dependencies_is_laid_out_whole(
     monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
     found = find_node_client()
     assert sorted(str(place) for place in found.dependencies.values()) == [
-        "@grpc/grpc-js",
+        "@scope/a",
         "b",
         "b/node_modules/long",
         "long",
@@ -197,7 +211,7 @@ def test_a_client_installed_by_npm_with_hoisted_dependencies_is_laid_out_whole(
     node_path, problem = build_node_path(tmp_path / "cache")
     assert problem is None
     modules = node_path / "inngest_tools" / "node_modules"
-    assert (modules / "@grpc" / "grpc-js" / "index.js").read_text() == "// @grpc/grpc-js\n"
+    assert (modules / "@scope" / "a" / "index.js").read_text() == "// @scope/a\n"
     assert (modules / "long" / "index.js").read_text() == "// long\n"
     assert (
         modules / "b" / "node_modules" / "long" / "index.js"
@@ -211,7 +225,7 @@ def test_a_hoisted_client_missing_a_dependency_says_which(
     client = _hoisted_project(tmp_path)
     shutil.rmtree(client.parent / "long")
     monkeypatch.setenv("TOOLBRIDGE_NODE_CLIENT", str(client))
-    with pytest.raises(NodeClientMissingError, match=r"long \(of @grpc/grpc-js\)"):
+    with pytest.raises(NodeClientMissingError, match=r"long \(of @scope/a\)"):
         find_node_client()
 
 

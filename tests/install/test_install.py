@@ -88,8 +88,14 @@ def test_the_artifacts_carry_one_version_and_the_node_client(installed: Installe
         metadata = wheel.read(f"toolbridge-{v}.dist-info/METADATA").decode()
     client = "toolbridge/_sandbox/runtime/node_client/"
     needed = ["package.json", "index.js", "index.mjs", "register.js", "runner.js", "LICENSE"]
-    needed += ["node_modules/@grpc/grpc-js/package.json", "node_modules/typescript/lib/typescript.js"]
+    needed += ["node_modules/typescript/lib/typescript.js"]
     assert not [name for name in needed if client + name not in files]
+    # typescript (for the runner) is its one runtime dependency; @grpc/grpc-js, a devDependency
+    # (the tests' fake daemon), stays out.
+    dependencies = {
+        f.removeprefix(client).split("/")[1] for f in files if f.startswith(client + "node_modules/")
+    }
+    assert dependencies == {"typescript"}
     assert not [f for f in files if "/test/" in f or (f.endswith(".d.ts") and "node_modules" in f)]
     dependency = "Requires-Dist: inngest-tools"
     requirement = next(
@@ -102,6 +108,7 @@ def test_the_artifacts_carry_one_version_and_the_node_client(installed: Installe
     assert not [p for p in published if p.startswith(("test/", "node_modules/"))]
     manifest = installed.project / "node_modules" / "inngest_tools" / "package.json"
     assert "private" not in json.loads(manifest.read_text())
+    assert not (installed.project / "node_modules" / "@grpc").exists()  # npm installs no devDependency
 
 
 def test_the_venv_holds_real_installs_not_links_to_the_checkout(installed: Installed) -> None:

@@ -22,9 +22,20 @@ function currentConnection() {
       { type: "NotConfigured" },
     );
   }
-  // Loaded here, not at require time: a script that never calls a tool does not pay for gRPC.
+  // gRPC metadata is printable ASCII; HTTP/2 would refuse anything else at every call.
+  if (!/^[\x20-\x7e]+$/.test(token)) {
+    throw new ToolError(`${TOKEN_VARIABLE} is not a token: it holds characters no token has`, {
+      type: "NotConfigured",
+    });
+  }
+  // Loaded here, not at require time: a script that never calls a tool loads no HTTP/2.
   const { Connection } = require("./connection");
-  connection = new Connection(address, token);
+  try {
+    connection = new Connection(address, token);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    throw new ToolError(`${ADDRESS_VARIABLE}: ${error.message}`, { type: "NotConfigured" });
+  }
   return connection;
 }
 

@@ -1,5 +1,6 @@
 "use strict";
-// The connection to the daemon: one channel, and one CallToolStream carrying every call.
+// The connection to the daemon: one HTTP/2 session, and one CallToolStream on it carrying
+// every call. The only module that reaches the network, through lib/transport.js.
 //
 // Calls are multiplexed over a long-lived bidi stream, as in the Python client: a message on
 // an open stream costs less than a unary RPC. Each call carries an id; answers may come back
@@ -7,10 +8,11 @@
 // (or the status it ended with) and the next call opens a new one.
 //
 // One difference from Python, where the stream dies with its event loop: in Node an open
-// stream keeps the process alive, so a script whose work is done would never exit. The
-// stream is therefore half-closed once no call has been in flight for IDLE_CLOSE_MS. Calls
-// made back to back (`await tools.a(); await tools.b()`) or concurrently keep one stream.
-// A call told that it waits for a person (`CallWaiting`) stays pending until its answer.
+// stream would keep the process alive, so a script whose work is done would never exit. The
+// stream therefore keeps the process alive only while a call is in flight on it (a call told
+// that it waits for a person, `CallWaiting`, is in flight until its answer); between calls it
+// stays open but lets the process exit, and the daemon sees the connection close when it does.
+// No timer: a script exits as soon as its last answer is read.
 //
 // Batches: the stream is opened with `x-toolbridge-batches: 1`; a daemon that reads batches
 // answers with `x-toolbridge-batch-bytes` in its initial metadata, the largest message it
@@ -19,11 +21,15 @@
 // message (the rest in `more`) within that size, and the first waiting always goes, whatever
 // its size (the daemon refuses it alone, as unbatched). Until the daemon has said so (an older
 // daemon never does), each call is its own message. Answers are read from `more` too.
+//
+// GOAWAY: the stream on the departing session keeps the calls it carries (and sends those in
+// its outbox) and is half-closed once they are answered; new calls open a stream on a new
+// session.
 
-const grpc = require("@grpc/grpc-js");
 const { ToolError } = require("./errors");
-const { methods, packageDefinition } = require("./proto");
+const { methods } = require("./proto");
 const { currentTraceparent } = require("./trace");
+const { Channel, Code } = require("./transport");
 const { batchEntryBytes, batchMessage, statusError, streamRequest } = require("./wire");
 
 const TOKEN_METADATA_KEY = "x-toolbridge-token";
@@ -32,36 +38,21 @@ const BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes";
 // The transport's cap, as in the daemon; the daemon's per-call limits (256 KiB / 1 MiB by
 // default) are far below it and answer with clear errors.
 const TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024;
-const IDLE_CLOSE_MS = 20;
-
-const CHANNEL_OPTIONS = {
-  "grpc.max_receive_message_length": TRANSPORT_MESSAGE_LIMIT,
-  "grpc.max_send_message_length": TRANSPORT_MESSAGE_LIMIT,
-};
-
-/** The ToolError for a failed RPC (a grpc-js ServiceError or a status). */
-function rpcError({ code, details }) {
-  return statusError(code, details || grpc.status[code] || `gRPC status ${code}`);
-}
-
-function passEncoded(buffer) {
-  return buffer;
-}
 
 function closedError() {
   return new ToolError("the connection to the daemon closed", { type: "Unavailable", retryable: true });
 }
 
-/** The largest batch a stream's initial metadata says the daemon reads (0: it said nothing). */
-function batchBytesOf(metadata) {
-  const [value] = metadata.get(BATCH_BYTES_METADATA_KEY);
-  const bytes = Number(value);
+/** The largest batch a stream's response headers say the daemon reads (0: they said nothing). */
+function batchBytesOf(headers) {
+  const bytes = Number(headers[BATCH_BYTES_METADATA_KEY]);
   return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : 0;
 }
 
 class CallStream {
-  constructor(duplex) {
-    this.duplex = duplex;
+  constructor() {
+    /** The transport's call; set once opened. */
+    this.call = null;
     /** call_id -> {resolve, reject} of the calls in flight on this stream (sent or queued). */
     this.pending = new Map();
     /** Encoded calls not yet written, oldest first; `outboxStart` is the next to go. */
@@ -69,8 +60,12 @@ class CallStream {
     this.outboxStart = 0;
     /** A write is scheduled or in flight: calls made now wait in the outbox and join the next. */
     this.writing = false;
-    /** The largest message the daemon reads; 0 until its initial metadata says. */
+    /** The largest message the daemon reads; 0 until its response headers say. */
     this.batchBytes = 0;
+    /** Its session is going away: no new calls; half-closed once the last is answered. */
+    this.draining = false;
+    /** Ended (its status came): nothing more is written or answered. */
+    this.ended = false;
   }
 
   /** The next message's calls: the first waiting, and as many more as the daemon reads. */
@@ -105,19 +100,18 @@ class Connection {
   /**
    * @param {string} address `unix:/path/bridge.sock` or `host:port`.
    * @param {string} token The command's token.
+   * @throws {TypeError} for an address the transport does not read.
    */
   constructor(address, token) {
-    const { ToolBridgeService } = grpc.loadPackageDefinition(packageDefinition()).toolbridge.v1;
-    this._client = new ToolBridgeService(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
-    this._metadata = new grpc.Metadata();
-    this._metadata.set(TOKEN_METADATA_KEY, token);
-    this._streamMetadata = this._metadata.clone();
-    this._streamMetadata.set(BATCHES_METADATA_KEY, "1");
-    this._method = methods().CallToolStream;
-    /** @type {CallStream | null} */
+    this._channel = new Channel(address, { maxMessageBytes: TRANSPORT_MESSAGE_LIMIT });
+    this._metadata = { [TOKEN_METADATA_KEY]: token };
+    this._streamMetadata = { ...this._metadata, [BATCHES_METADATA_KEY]: "1" };
+    const { CallToolStream, ListTools } = methods();
+    this._method = CallToolStream;
+    this._listTools = ListTools;
+    /** @type {CallStream | null} the stream new calls go on. */
     this._stream = null;
     this._nextId = 1;
-    this._idleTimer = null;
   }
 
   /**
@@ -128,10 +122,17 @@ class Connection {
     const callId = this._nextId++;
     const request = streamRequest(callId, toolName, positional, named, currentTraceparent());
     const encoded = this._method.requestSerialize(request);
+    if (encoded.length > TRANSPORT_MESSAGE_LIMIT) {
+      // Refused here, alone: sent, it would end the stream and every call on it.
+      const limit = TRANSPORT_MESSAGE_LIMIT;
+      const message = `the call is ${encoded.length} bytes, more than the transport carries (${limit})`;
+      return Promise.reject(statusError(Code.RESOURCE_EXHAUSTED, message));
+    }
     const stream = this._openStream();
     return new Promise((resolve, reject) => {
       stream.outbox.push(encoded);
       stream.pending.set(callId, { resolve, reject });
+      if (stream.pending.size === 1) stream.call.ref(); // in flight: the process waits for it
       if (!stream.writing) {
         stream.writing = true;
         // After the calls made in this tick (a Promise.all, or callers resumed by one batch
@@ -143,62 +144,57 @@ class Connection {
 
   /** Write the outbox's next message; what comes meanwhile goes in the one after it. */
   _write(stream) {
-    if (this._stream !== stream || !stream.hasOutbox()) {
+    if (stream.ended || !stream.hasOutbox()) {
       // Written, or failed with the stream (which emptied the outbox: a call failed is never
       // sent later, on this stream or another).
       stream.writing = false;
       return;
     }
-    stream.duplex.write(batchMessage(stream.takeBatch()), () => this._write(stream));
+    stream.call.write(batchMessage(stream.takeBatch()), () => this._write(stream));
   }
 
   /** @returns {Promise<object>} the decoded ListToolsResponse. */
   listTools(format) {
+    const method = this._listTools;
     return new Promise((resolve, reject) => {
-      this._client.ListTools({ format }, this._metadata, (error, response) => {
-        if (error) reject(rpcError(error));
-        else resolve(response);
+      const request = method.requestSerialize({ format });
+      this._channel.unary(method.path, this._metadata, request, method.responseDeserialize, (ended, response) => {
+        if (ended.code === Code.OK) resolve(response);
+        else reject(statusError(ended.code, ended.message));
       });
     });
   }
 
-  /** Close the stream and the channel; calls in flight fail with `Unavailable`. */
+  /** Close the stream and the session; calls in flight fail with `Unavailable`. */
   close() {
-    this._cancelIdleClose();
     const stream = this._stream;
     this._stream = null;
-    if (stream !== null) {
-      this._fail(stream, closedError());
-      // The channel's close leaves open calls open, and an open stream keeps the process alive.
-      stream.duplex.cancel();
-    }
-    this._client.close();
+    if (stream !== null) this._fail(stream, closedError());
+    this._channel.close();
   }
 
   _openStream() {
-    this._cancelIdleClose();
     if (this._stream !== null) return this._stream;
-    // Encoded when called (to know each call's size), so the stream's serializer only passes
-    // the message on.
-    const duplex = this._client.makeBidiStreamRequest(
-      this._method.path,
-      passEncoded,
-      this._method.responseDeserialize,
-      this._streamMetadata,
-    );
-    const stream = new CallStream(duplex);
-    duplex.on("metadata", (metadata) => {
-      stream.batchBytes = batchBytesOf(metadata);
-    });
-    duplex.on("data", (message) => {
-      this._answered(stream, message);
-      for (const answer of message.more) this._answered(stream, answer);
-    });
-    // grpc-js emits 'error' and then 'status' for a failed stream; 'status' alone says all.
-    duplex.on("error", () => {});
-    duplex.on("status", (status) => {
-      if (this._stream === stream) this._stream = null;
-      this._fail(stream, status.code === grpc.status.OK ? closedError() : rpcError(status));
+    const stream = new CallStream();
+    // Encoded when called (to know each call's size): the transport takes the bytes as they are.
+    stream.call = this._channel.call(this._method.path, this._streamMetadata, {
+      decode: this._method.responseDeserialize,
+      onHeaders: (headers) => {
+        stream.batchBytes = batchBytesOf(headers);
+      },
+      onMessage: (message) => {
+        this._answered(stream, message);
+        for (const answer of message.more) this._answered(stream, answer);
+      },
+      onStatus: (ended) => {
+        if (this._stream === stream) this._stream = null;
+        this._fail(stream, ended.code === Code.OK ? closedError() : statusError(ended.code, ended.message));
+      },
+      onDraining: () => {
+        if (this._stream === stream) this._stream = null;
+        stream.draining = true;
+        if (stream.pending.size === 0) stream.call.end();
+      },
     });
     this._stream = stream;
     return stream;
@@ -209,48 +205,32 @@ class Connection {
     if (waiter === undefined) return;
     if (answer.answer === "waiting") {
       // Not an answer: the call waits for a person, for as long as it takes. It stays
-      // pending (which also keeps the stream open: the idle close needs no call in flight),
-      // and this client sets no deadline on a call, so there is none to lift.
+      // pending (in flight: the process stays alive for it), and this client sets no
+      // deadline on a call, so there is none to lift.
       waiter.waiting = answer.waiting;
       return;
     }
     stream.pending.delete(answer.call_id);
     waiter.resolve(answer);
-    if (stream.pending.size === 0 && this._stream === stream) this._scheduleIdleClose(stream);
+    if (stream.pending.size === 0) {
+      stream.call.unref(); // open for the next call, but no reason to stay alive
+      if (stream.draining) stream.call.end();
+    }
   }
 
   _fail(stream, error) {
+    stream.ended = true;
     stream.clearOutbox();
     for (const waiter of stream.pending.values()) waiter.reject(error);
     stream.pending.clear();
-  }
-
-  _scheduleIdleClose(stream) {
-    this._cancelIdleClose();
-    // Unref'd: the timer alone never keeps the process alive (the open stream does, until
-    // the timer closes it).
-    this._idleTimer = setTimeout(() => {
-      this._idleTimer = null;
-      if (this._stream === stream && stream.pending.size === 0) {
-        this._stream = null;
-        stream.duplex.end();
-      }
-    }, IDLE_CLOSE_MS).unref();
-  }
-
-  _cancelIdleClose() {
-    if (this._idleTimer !== null) {
-      clearTimeout(this._idleTimer);
-      this._idleTimer = null;
-    }
+    stream.call.cancel(); // ended already when the status came; when closing, ended now
   }
 }
 
 module.exports = {
   BATCHES_METADATA_KEY,
   BATCH_BYTES_METADATA_KEY,
-  CHANNEL_OPTIONS,
   Connection,
-  IDLE_CLOSE_MS,
   TOKEN_METADATA_KEY,
+  TRANSPORT_MESSAGE_LIMIT,
 };

@@ -12,7 +12,7 @@ let definition;
 
 /**
  * The package definition of the contract, built once: what `grpc.loadPackageDefinition`
- * takes. Decoded messages have proto-loader's shape with { keepCase, longs: Number,
+ * takes (the tests' grpc-js fake daemon does; the client itself uses `methods()`). Decoded messages have proto-loader's shape with { keepCase, longs: Number,
  * enums: Number, defaults: true, oneofs: true } (see lib/codec.js).
  */
 function packageDefinition() {

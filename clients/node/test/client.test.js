@@ -1,5 +1,6 @@
 "use strict";
-// The client against a fake daemon: multiplexing, errors, reconnecting, closing when idle.
+// The client against a fake daemon (a grpc-js server: an independent gRPC implementation):
+// multiplexing, errors, reconnecting, and a process's lifetime.
 
 const assert = require("node:assert/strict");
 const { spawn } = require("node:child_process");
@@ -69,13 +70,11 @@ test("a call told it waits for a person stays pending, its stream open, until an
     settled = true;
   });
   await daemon.next("held");
-  // Counted once the call is held: the previous test's connection, closed by connectTo, has
-  // ended its stream by then (the daemon saw it before this call's round trip).
-  const ended = daemon.streamsEnded;
-  // Longer than the idle close: a waiting call is in flight, so its stream stays open.
-  await new Promise((resolve) => setTimeout(resolve, 5 * require("../lib/connection").IDLE_CLOSE_MS));
+  const opened = daemon.streamsOpened;
+  // A round trip on the same stream after the notice: the notice was read, and was no answer.
+  assert.deepEqual(await client.tools.echo("beside"), ["beside"]);
   assert.equal(settled, false);
-  assert.equal(daemon.streamsEnded, ended);
+  assert.equal(daemon.streamsOpened, opened);
   assert.equal(await client.tools.release(), "released");
   assert.equal(await waiting, "held");
 });
@@ -115,15 +114,16 @@ test("a stream the daemon ends fails the calls still in flight", async () => {
   assert.deepEqual(await client.tools.echo(1), [1]);
 });
 
-test("the stream is closed once no call is in flight, and reopened by the next call", async () => {
+test("the stream stays open between calls: calls made one after another share it", async () => {
   connectTo(daemon.address);
   assert.deepEqual(await client.tools.echo(1), [1]);
-  const ended = daemon.streamsEnded;
-  await daemon.next("stream-ended");
-  assert.equal(daemon.streamsEnded, ended + 1);
   const opened = daemon.streamsOpened;
+  const ended = daemon.streamsEnded;
+  // A macrotask between the calls: nothing is in flight, and nothing closes the stream.
+  await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(await client.tools.echo(2), [2]);
-  assert.equal(daemon.streamsOpened, opened + 1);
+  assert.equal(daemon.streamsOpened, opened);
+  assert.equal(daemon.streamsEnded, ended);
 });
 
 test("a wrong token fails calls and definitions with Unauthenticated", async () => {
@@ -160,6 +160,14 @@ test("without an address and a token, calls fail with NotConfigured", async () =
   await rejectsWith(client.definitions(), { type: "NotConfigured" });
 });
 
+test("an address or a token the client cannot use fails with NotConfigured, naming the variable", async () => {
+  connectTo("somewhere");
+  await rejectsWith(client.tools.echo(1), { type: "NotConfigured", message: /^TOOLBRIDGE_ADDRESS: "somewhere" is not an address/ });
+  connectTo(daemon.address, "tb1.fake\nsecret");
+  await rejectsWith(client.tools.echo(1), { type: "NotConfigured", message: /^TOOLBRIDGE_TOKEN is not a token/ });
+  await rejectsWith(client.definitions(), { type: "NotConfigured" });
+});
+
 test("arguments that are not JSON fail with InvalidArgument and nothing is sent", async () => {
   connectTo(daemon.address);
   const sent = daemon.requests.length;
@@ -169,21 +177,42 @@ test("arguments that are not JSON fail with InvalidArgument and nothing is sent"
   assert.equal(daemon.requests.length, sent);
 });
 
-test("a script exits by itself once its last call is answered", async () => {
-  const script = `
-    const { tools } = require(${JSON.stringify(path.join(__dirname, "..", "index.js"))});
-    async function main() { console.log(JSON.stringify(await tools.echo("cus_1"))); }
-    main();
-  `;
-  const child = spawn(process.execPath, ["-e", script], {
+/** Run `script` (its `INDEX` is the client's index.js) in a Node process of its own, against the daemon. */
+function runScript(script) {
+  const source = script.replace("INDEX", JSON.stringify(path.join(__dirname, "..", "index.js")));
+  const child = spawn(process.execPath, ["-e", source], {
     env: { ...process.env, TOOLBRIDGE_ADDRESS: daemon.address, TOOLBRIDGE_TOKEN: TOKEN },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let stdout = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));
-  const [code] = await once(child, "exit", { signal: AbortSignal.timeout(20000) });
-  assert.equal(code, 0);
-  assert.equal(stdout, '["cus_1"]\n');
+  const exited = once(child, "exit", { signal: AbortSignal.timeout(20000) }).then(([code]) => ({ code, stdout }));
+  return { child, exited };
+}
+
+test("a script exits by itself once its last call is answered", async () => {
+  const { exited } = runScript(`
+    const { tools } = require(INDEX);
+    async function main() { console.log(JSON.stringify(await tools.echo("cus_1"))); }
+    main();
+  `);
+  assert.deepEqual(await exited, { code: 0, stdout: '["cus_1"]\n' });
+});
+
+test("a script does not exit while a call is in flight, one waiting for a person included", async () => {
+  // Exited early, it would print nothing (a pending promise keeps no process alive).
+  const { child, exited } = runScript(`
+    const { tools } = require(INDEX);
+    async function main() { console.log(JSON.stringify(await Promise.all([tools.hold(), tools.approval()]))); }
+    main();
+  `);
+  await daemon.next("held");
+  await daemon.next("held");
+  connectTo(daemon.address);
+  assert.deepEqual(await client.tools.echo("a round trip later"), ["a round trip later"]);
+  assert.equal(child.exitCode, null);
+  assert.equal(await client.tools.release(), "released"); // answers the script's calls
+  assert.deepEqual(await exited, { code: 0, stdout: '["held","held"]\n' });
 });
 
 test("a lone surrogate is sent escaped, its refusal comes back, and the stream serves on", async () => {

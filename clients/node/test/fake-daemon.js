@@ -165,8 +165,8 @@ class FakeDaemon extends EventEmitter {
       case "echo":
         answers.write(result(callId, args));
         break;
-      case "hold": // answered when "release" is called, after it
-        this._held.push(callId);
+      case "hold": // answered when "release" is called (on any stream), after it
+        this._held.push({ answers, callId });
         this.emit("held", callId);
         break;
       case "approval": // says the call waits for a person, then is held like "hold"
@@ -174,12 +174,16 @@ class FakeDaemon extends EventEmitter {
           call_id: callId,
           waiting: { request_id: "apr_1", kind: "approval", summary: "approval()", expires_at_ms: 1 },
         });
-        this._held.push(callId);
+        this._held.push({ answers, callId });
         this.emit("held", callId);
         break;
       case "release":
         answers.write(result(callId, "released"));
-        for (const held of this._held.splice(0)) answers.write(result(held, "held"));
+        for (const held of this._held.splice(0)) {
+          // With this message's answers when held on the same stream; alone on another.
+          if (held.answers.stream === stream) answers.write(result(held.callId, "held"));
+          else new Answers(held.answers.stream, false, this.answerMessages).write(result(held.callId, "held"));
+        }
         break;
       case "fail":
         answers.write({

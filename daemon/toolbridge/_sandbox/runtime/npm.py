@@ -1,11 +1,14 @@
 """The npm packages an installed package needs, found where Node would find them.
 
 npm installs a package's dependencies inside it (``clients/node/node_modules``, as ``npm ci``
-does in a checkout) or hoisted next to it (``project/node_modules/@grpc/grpc-js`` beside
+does in a checkout) or hoisted next to it (``project/node_modules/typescript`` beside
 ``project/node_modules/inngest_tools``, as ``npm install inngest_tools`` does). Node resolves
 ``require(name)`` from a file by looking in ``node_modules`` of its folder and of every folder
 above; this module does the same, from each package's folder, for the names in
 ``dependencies`` (and ``optionalDependencies`` and ``peerDependencies`` where installed).
+``devDependencies`` are never followed: ``npm ci`` installs them in a checkout for the
+package's own tests (the Node client's fake daemon runs on @grpc/grpc-js), and nothing in a
+sandbox or a wheel needs them.
 
 The result maps each needed package folder to the place it takes in a layout where all of
 them sit in the package's own ``node_modules``, nesting kept: the layout the daemon gives

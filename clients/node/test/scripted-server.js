@@ -1,0 +1,114 @@
+"use strict";
+// A bare node:http2 server on a Unix socket whose every frame a test scripts: what no gRPC
+// server library sends on purpose (a message split across DATA frames or several in one,
+// a trailers-only response, an HTTP error, RST_STREAM codes, GOAWAY, a message above the
+// client's limit, a compressed flag), for lib/transport.js. test/fake-daemon.js is the
+// well-behaved counterpart, a real grpc-js server.
+
+const fs = require("node:fs");
+const http2 = require("node:http2");
+const os = require("node:os");
+const path = require("node:path");
+const { EventEmitter, once } = require("node:events");
+const { methods } = require("../lib/proto");
+
+const { CallToolStream } = methods();
+const OK_HEADERS = { ":status": 200, "content-type": "application/grpc" };
+
+/** `bytes` framed as a gRPC message: `flag`, its length (32-bit big-endian), the bytes. */
+function grpcMessage(bytes, flag = 0) {
+  const prefix = Buffer.alloc(5);
+  prefix[0] = flag;
+  prefix.writeUInt32BE(bytes.length, 1);
+  return Buffer.concat([prefix, bytes]);
+}
+
+/** Resolves once `stream.write(bytes)` has been handed on: the next write makes another frame. */
+function written(stream, bytes) {
+  return new Promise((resolve, reject) => stream.write(bytes, (error) => (error ? reject(error) : resolve())));
+}
+
+/** The gRPC messages a request stream carries, each passed to `onMessage` as it completes. */
+function readMessages(stream, onMessage) {
+  let buffered = Buffer.alloc(0);
+  stream.on("data", (chunk) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt32BE(1)) {
+      const end = 5 + buffered.readUInt32BE(1);
+      onMessage(buffered.subarray(5, end));
+      buffered = buffered.subarray(end);
+    }
+  });
+}
+
+/**
+ * Serve CallToolStream calls on `stream` the simple way: `answer(request, reply)` for each
+ * call received (batched ones included), `reply(response)` sending one CallToolStreamResponse.
+ */
+function serveCalls(stream, answer, headers = {}) {
+  stream.respond({ ...OK_HEADERS, ...headers }, { waitForTrailers: true });
+  stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+  const reply = (response) => {
+    if (!stream.destroyed && !stream.closed) stream.write(grpcMessage(CallToolStream.responseSerialize(response)));
+  };
+  readMessages(stream, (bytes) => {
+    const request = CallToolStream.requestDeserialize(bytes);
+    for (const call of [request, ...request.more]) answer(call, reply);
+  });
+  stream.on("end", () => {
+    if (!stream.destroyed && !stream.closed) stream.end(); // the client half-closed: so does the server
+  });
+}
+
+/** A result answering `call`: the JSON of `value`. */
+function result(call, value) {
+  return { call_id: call.call_id, response: { result_json: Buffer.from(JSON.stringify(value)) } };
+}
+
+class ScriptedServer extends EventEmitter {
+  /**
+   * @param {(stream: http2.ServerHttp2Stream, headers: object, server: ScriptedServer) => void} handler
+   *   scripts each stream the client opens; it may be replaced (`server.handler = ...`) between tests.
+   */
+  constructor(handler = () => {}) {
+    super();
+    this.handler = handler;
+    /** Every session (connection) the client opened, in order. */
+    this.sessions = [];
+    /** The request headers of every stream, in order. */
+    this.requests = [];
+    this._server = http2.createServer();
+    this._server.on("session", (session) => {
+      session.on("error", () => {});
+      this.sessions.push(session);
+      this.emit("session", session);
+    });
+    this._server.on("stream", (stream, headers) => {
+      stream.on("error", () => {});
+      this.requests.push(headers);
+      this.handler(stream, headers, this);
+    });
+  }
+
+  async start() {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), "inngest-tools-h2-"));
+    this.socket = path.join(this.dir, "scripted.sock");
+    this.address = `unix:${this.socket}`;
+    this._server.listen(this.socket);
+    await once(this._server, "listening");
+    return this.address;
+  }
+
+  stop() {
+    for (const session of this.sessions) session.destroy();
+    this._server.close();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Wait for an event, failing after `ms` instead of hanging the test run. */
+  next(event, ms = 5000) {
+    return once(this, event, { signal: AbortSignal.timeout(ms) });
+  }
+}
+
+module.exports = { OK_HEADERS, ScriptedServer, grpcMessage, readMessages, result, serveCalls, written };
