@@ -6,6 +6,8 @@
 // its W3C `traceparent` goes with the call; otherwise the `TRACEPARENT` the daemon gave the
 // command (its command's span) does, and with neither, nothing. Any copy of the API will do:
 // they share the tracer and context manager the application registered, through a global.
+// Until that global exists no span can be active, so the API is looked for only once it does
+// (the search through node_modules folders cost a sandboxed command about 1.5 ms).
 
 const path = require("node:path");
 const { createRequire } = require("node:module");
@@ -13,6 +15,9 @@ const { createRequire } = require("node:module");
 const TRACEPARENT_VARIABLE = "TRACEPARENT";
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
+
+// Where @opentelemetry/api (major version 1) keeps what the application registered.
+const OTEL_GLOBAL = Symbol.for("opentelemetry.js.api.1");
 
 let api;
 
@@ -41,7 +46,7 @@ function openTelemetryApi() {
 
 /** The `traceparent` of the active span, else `$TRACEPARENT`, else "". */
 function currentTraceparent() {
-  const otel = openTelemetryApi();
+  const otel = globalThis[OTEL_GLOBAL] === undefined ? null : openTelemetryApi();
   if (otel !== null) {
     try {
       const span = otel.trace.getSpanContext(otel.context.active());

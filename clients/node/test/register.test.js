@@ -100,19 +100,33 @@ test("a script that never says import starts without the hook (and so cannot imp
   assert.equal(stdout, "ERR_MODULE_NOT_FOUND function\n");
 });
 
-test("code that is not from a file gets the hook", async () => {
+// The one import that never says "import" where the preload could read it.
+const HIDDEN_IMPORT = `const load = new Function("specifier", "return im" + "port(specifier)");
+  load("inngest_tools").then(() => console.log("hooked"), (error) => console.log(error.code));`;
+
+function nodeWith(args, { input } = {}) {
   const env = {
     PATH: process.env.PATH,
     NODE_PATH: nodePath,
     NODE_OPTIONS: `--require "${path.join(nodePath, "inngest_tools", "register.js")}"`,
   };
-  const stdout = await new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      ["--input-type=module", "-e", 'import { tools } from "inngest_tools"; console.log(typeof tools.x);'],
-      { cwd: work, env, timeout: 30000 },
-      (error, out) => (error ? reject(error) : resolve(out)),
-    ),
-  );
-  assert.equal(stdout, "function\n");
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, args, { cwd: work, env, timeout: 30000 }, (error, out) =>
+      error ? reject(error) : resolve(out),
+    );
+    child.stdin.end(input ?? "");
+  });
+}
+
+test("-e code that says import gets the hook", async () => {
+  const code = 'import { tools } from "inngest_tools"; console.log(typeof tools.x);';
+  assert.equal(await nodeWith(["--input-type=module", "-e", code]), "function\n");
+});
+
+test("-e code that never says import starts without the hook, as a require-only file does", async () => {
+  assert.equal(await nodeWith(["-e", HIDDEN_IMPORT]), "ERR_MODULE_NOT_FOUND\n");
+});
+
+test("code from stdin, which the preload cannot read, gets the hook", async () => {
+  assert.equal(await nodeWith(["-"], { input: HIDDEN_IMPORT }), "hooked\n");
 });

@@ -59,22 +59,24 @@ test("without @opentelemetry/api, each call carries the command's TRACEPARENT", 
 });
 
 // A stand-in for @opentelemetry/api with the two functions the client uses, in a script's
-// own node_modules: the client must find it from the script's directory, not its own.
+// own node_modules: the client must find it from the script's directory, not its own. Like
+// the real API once an application registers its context manager, it sets the global.
 const FAKE_API = `
 let active = null;
+globalThis[Symbol.for("opentelemetry.js.api.1")] = { version: "1.9.0" };
 module.exports = {
   context: { active: () => active, with: (ctx, fn) => { const was = active; active = ctx; try { return fn(); } finally { active = was; } } },
   trace: { getSpanContext: (ctx) => ctx && ctx.span },
 };
 `;
 
-test("with @opentelemetry/api resolvable, a call carries the active span, not TRACEPARENT", async () => {
+async function runWithApi(apiSource) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "inngest-tools-otel-"));
   try {
     const api = path.join(dir, "node_modules", "@opentelemetry", "api");
     fs.mkdirSync(api, { recursive: true });
     fs.writeFileSync(path.join(api, "package.json"), JSON.stringify({ name: "@opentelemetry/api", main: "index.js" }));
-    fs.writeFileSync(path.join(api, "index.js"), FAKE_API);
+    fs.writeFileSync(path.join(api, "index.js"), apiSource);
     const script = path.join(dir, "agent.js");
     fs.writeFileSync(
       script,
@@ -95,14 +97,24 @@ test("with @opentelemetry/api resolvable, a call carries the active span, not TR
     const [code] = await once(child, "exit", { signal: AbortSignal.timeout(20000) });
     assert.equal(code, 0);
     const calls = daemon.requests.slice(before).map((request) => request.call);
-    assert.deepEqual(
-      calls.map((call) => [JSON.parse(call.positional_arguments_json)[0], call.traceparent]),
-      [
-        ["inside", FROM_API],
-        ["outside", FROM_ENV],
-      ],
-    );
+    return calls.map((call) => [JSON.parse(call.positional_arguments_json)[0], call.traceparent]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test("with @opentelemetry/api resolvable, a call carries the active span, not TRACEPARENT", async () => {
+  assert.deepEqual(await runWithApi(FAKE_API), [
+    ["inside", FROM_API],
+    ["outside", FROM_ENV],
+  ]);
+});
+
+test("an API that nothing registered (no global) is not looked for: TRACEPARENT goes", async () => {
+  const unregistered = FAKE_API.replace(/^globalThis\[.*$/m, "");
+  assert.notEqual(unregistered, FAKE_API);
+  assert.deepEqual(await runWithApi(unregistered), [
+    ["inside", FROM_ENV],
+    ["outside", FROM_ENV],
+  ]);
 });

@@ -1,37 +1,25 @@
 """The caller's trace context for each call, so spans made in the sandbox join the host's trace.
 
-The client never depends on OpenTelemetry: when ``opentelemetry`` is importable and a span is
-current, its W3C ``traceparent`` goes with the call; otherwise the ``TRACEPARENT`` the daemon
-gave the command (its command's span) does, and with neither, nothing.
+The client never depends on OpenTelemetry: when the process uses it (``opentelemetry.trace`` is
+imported) and a span is current, its W3C ``traceparent`` goes with the call; otherwise the
+``TRACEPARENT`` the daemon gave the command (its command's span) does, and with neither,
+nothing. A span can only be current in a process that imported the API, so the client looks
+in ``sys.modules`` on each call rather than importing it: a sandbox without OpenTelemetry
+pays no import search, and one with it installed but unused never loads it.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import Any
+import sys
 
 TRACEPARENT_VARIABLE = "TRACEPARENT"
-
-_trace_api: Any = None
-_looked_up = False
-
-
-def _opentelemetry_trace() -> Any:
-    """``opentelemetry.trace`` if the sandbox has it, else ``None`` (looked up once)."""
-    global _trace_api, _looked_up
-    if not _looked_up:
-        _looked_up = True
-        try:
-            _trace_api = importlib.import_module("opentelemetry.trace")
-        except ImportError:
-            _trace_api = None
-    return _trace_api
+_TRACE_MODULE = "opentelemetry.trace"
 
 
 def current_traceparent() -> str:
     """The ``traceparent`` of the current span, else ``$TRACEPARENT``, else ``""``."""
-    trace = _opentelemetry_trace()
+    trace = sys.modules.get(_TRACE_MODULE)
     if trace is not None:
         try:
             context = trace.get_current_span().get_span_context()
