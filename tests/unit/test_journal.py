@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from toolbridge import JournalError
-from toolbridge._journal.inline import CHECKPOINT_EVERY
+from toolbridge._journal.commit import Pending
+from toolbridge._journal.inline import CHECKPOINT_EVERY, InlineCommits
 from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
@@ -208,3 +210,40 @@ async def test_a_lone_step_on_an_idle_journal_is_one_statement_committed_on_the_
             )
     finally:
         await journal.close()
+
+
+async def test_journals_opening_one_new_file_at_once_all_open(tmp_path: Path) -> None:
+    # Each switches the new file to WAL mode; SQLite refuses all but one of them at once
+    # ("database is locked", no busy handler), so the others must try again.
+    for attempt in range(30):
+        path = tmp_path / f"journal{attempt}.db"
+        journals = [SQLiteJournal(path) for _ in range(4)]
+        await asyncio.gather(*(journal.open() for journal in journals))
+        for journal in journals:
+            await journal.close()
+
+
+def test_the_loops_connection_hands_a_batch_it_could_not_lock_to_the_writer(journal_path: Path) -> None:
+    # A lone step is a deferred transaction: besides SQLITE_BUSY, SQLite may answer
+    # SQLITE_BUSY_SNAPSHOT (another connection committed since it began reading), an
+    # extended code whose low byte is SQLITE_BUSY. Either way the batch goes to the writer.
+    inline = InlineCommits(journal_path, checkpoint=lambda: None)
+    try:
+        for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY | 2 << 8, sqlite3.SQLITE_LOCKED):
+
+            def refused(db: sqlite3.Connection, batch: Sequence[Pending], code: int = code) -> None:
+                exc = sqlite3.OperationalError("database is locked")
+                exc.sqlite_errorcode = code
+                raise exc
+
+            assert inline.commit(refused, [Pending("step", ("r", "a"), ())]) is False
+
+        def broken(db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
+            exc = sqlite3.OperationalError("no such table: steps")
+            exc.sqlite_errorcode = sqlite3.SQLITE_ERROR
+            raise exc
+
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):  # not a lock: the batch fails
+            inline.commit(broken, [Pending("step", ("r", "a"), ())])
+    finally:
+        inline.close()

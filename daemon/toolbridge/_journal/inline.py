@@ -38,6 +38,15 @@ CHECKPOINT_EVERY = 256
 RunBatch = Callable[[sqlite3.Connection, Sequence[Pending]], None]
 
 
+def busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused for a lock another connection holds (waiting could succeed).
+
+    ``sqlite_errorcode`` is the extended code (``SQLITE_BUSY_SNAPSHOT`` is 517, say), whose
+    low byte is the primary one.
+    """
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 class InlineCommits:
     """A connection of the loop's own that commits small batches, or declines at once."""
 
@@ -68,7 +77,7 @@ class InlineCommits:
         try:
             run_batch(self._db, batch)
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            if not busy(exc):  # a lone step is a deferred transaction: SQLITE_BUSY_SNAPSHOT too
                 raise
             return False
         self._commits += 1

@@ -48,7 +48,7 @@ from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.fences import Fences
-from toolbridge._journal.inline import InlineCommits
+from toolbridge._journal.inline import InlineCommits, busy
 from toolbridge._journal.migrations import migrate
 from toolbridge._journal.stepreads import StepReads
 from toolbridge._journal.writer import Writer
@@ -118,7 +118,7 @@ class SQLiteJournal(StepReads):
         # Autocommit mode: the group commit and the migrations write in explicit transactions.
         self._db = await _daemon_thread(aiosqlite.connect(self.path, isolation_level=None))
         try:
-            await self._db.execute("PRAGMA journal_mode=WAL")
+            await _into_wal(self._db)
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
             await migrate(self._db, self.path)
@@ -415,6 +415,30 @@ class SQLiteJournal(StepReads):
     def _returning(self, sql: str, db: sqlite3.Connection, writes: list[Pending]) -> None:
         for pending in writes:
             pending.result = bool(db.execute(sql, pending.params).fetchall())
+
+
+WAL_SWITCH_WAIT = 5.0
+"""Seconds a journal opening a new file waits for another one switching it to WAL mode."""
+
+
+async def _into_wal(db: aiosqlite.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection switches the same file.
+
+    Connections turning a new file to WAL at once (two daemons starting on one journal) each
+    hold a shared lock and need an exclusive one; SQLite refuses all but one at once ("database
+    is locked") instead of calling the busy handler, since waiting on each other could never
+    end. Once one has switched, the pragma only reads that the file is in WAL mode.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAL_SWITCH_WAIT
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not busy(exc) or loop.time() >= deadline:
+                raise
+        await asyncio.sleep(0.005)
 
 
 @functools.lru_cache(maxsize=64)
