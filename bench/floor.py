@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from call_latency import CLIENTS, _start_raw_echo
+from call_latency import CLIENTS, _run_raw, _start_raw_echo
 from grpc import aio
 
 from toolbridge._journal import rows, statements
@@ -138,11 +138,9 @@ async def _round(work: Path, python: str, sequential: int, order: list[str]) -> 
     figures = {}
     for subject in order:
         if subject == "raw-unary":
-            argv = [python, str(CLIENTS / "raw_echo_client.py"), f"unix:{work / 'raw.sock'}", "unary"]
-            argv += [str(sequential), "1", "1"]
-            process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE)
-            stdout, _ = await process.communicate()
-            figures[subject] = statistics.median(json.loads(stdout)["sequential_ms"])
+            client = [python, str(CLIENTS / "raw_echo_client.py")]
+            report = await _run_raw(client, f"unix:{work / 'raw.sock'}", "unary", [str(sequential), "1", "1"])
+            figures[subject] = statistics.median(report["sequential_ms"])
         else:
             address = f"unix:{work / 'floor.sock'}"
             env = {**os.environ, "TOOLBRIDGE_ADDRESS": address, "TOOLBRIDGE_TOKEN": subject}

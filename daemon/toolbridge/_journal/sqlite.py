@@ -300,8 +300,7 @@ class SQLiteJournal(StepReads):
         if held is None:
             pending.error = _not_entered(run_id)
         elif not db.execute(stmt.UPSERT_STEP, (*pending.params, run_id, held)).rowcount:
-            current = self._fences(db, {run_id}).get(run_id)  # taken over: say by whom
-            pending.error = RunLeaseLostError(run_id, None if current is None else current[0])
+            self._taken_over(db, [pending])
 
     def _checkpoint(self) -> None:
         """Copy the log into the database file, in the writer's thread (see :mod:`.inline`)."""
@@ -362,11 +361,15 @@ class SQLiteJournal(StepReads):
             params = [value for pending, held in chunk for value in (*pending.params, held)]
             written.update((row[0], row[1]) for row in db.execute(sql, params).fetchall())
         refused = [pending for pending, _ in fenced if (pending.params[0], pending.params[1]) not in written]
-        if refused:  # taken over: say by whom
-            fences = self._fences(db, {pending.params[0] for pending in refused})
-            for pending in refused:
-                current = fences.get(pending.params[0])
-                pending.error = RunLeaseLostError(pending.params[0], None if current is None else current[0])
+        if refused:
+            self._taken_over(db, refused)
+
+    def _taken_over(self, db: sqlite3.Connection, refused: list[Pending]) -> None:
+        """Refuse step writes the fence turned away: their runs were taken over (say by whom)."""
+        fences = self._fences(db, {pending.params[0] for pending in refused})
+        for pending in refused:
+            current = fences.get(pending.params[0])
+            pending.error = RunLeaseLostError(pending.params[0], None if current is None else current[0])
 
     def _fences(self, db: sqlite3.Connection, run_ids: set[str]) -> dict[str, tuple[str | None, int]]:
         """The current owner and fence of each run, read inside the batch's transaction."""
