@@ -2,8 +2,9 @@
 
 Beside another command with calls, a command executes at most its share of calls
 (``max(MIN_SHARE, SHARED_CALLS // commands)``, counted for their first ``COUNTED_FOR``
-seconds each); the rest wait, and a quiet command's call goes ahead of that backlog. Alone,
-a command is not limited by shares. A call waits for its share at most ``MAX_WAIT``. Calls
+seconds each); the rest wait, and a quiet command's call goes ahead of that backlog. When
+every command floods, none is quiet, and each executes up to ``BUSY_SHARE``. Alone, a
+command is not limited by shares. A call waits for its share at most ``MAX_WAIT``. Calls
 beyond a command's rate wait their turn, not refused.
 """
 
@@ -86,6 +87,33 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
     for held in (flood, quiet):
         result = await asyncio.wait_for(asyncio.shield(held.result), WAIT)
         assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.usefixtures("patient")
+async def test_when_both_commands_flood_each_executes_the_busy_share(
+    bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fairness, "COUNTED_FOR", WAIT * 2)  # nothing stops counting meanwhile
+    blocker = Blocker()
+    tools = blocker.tools
+    first_dir, second_dir = _dirs(tmp_path, "first", "second")
+    async with (
+        held_command(bridge, first_dir, tools, run_id="first") as first,
+        held_command(bridge, second_dir, tools, run_id="second") as second,
+    ):
+        # Each command's `hold` fills the small share (one each). Once both have calls
+        # waiting, neither is quiet, and each executes up to the busy share, its hold included.
+        blocked = [
+            asyncio.ensure_future(raw_call(held, call_request("block")))
+            for held in (first, second)
+            for _ in range(FLOOD)
+        ]
+        admitted = 2 * (fairness.BUSY_SHARE - 1)
+        await wait_until(lambda: fairness.fair_share().waiting() == 2 * FLOOD - admitted)
+        assert blocker.entered == admitted  # every call is read: the rest wait for a share
+        blocker.release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
+        assert [result_of(a) for a in answers] == ["done"] * 2 * FLOOD
 
 
 @pytest.mark.usefixtures("patient")

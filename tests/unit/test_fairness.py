@@ -7,7 +7,8 @@ import asyncio
 import itertools
 import time
 
-from toolbridge._calls.fairness import FairShare
+from tests.helpers import wait_until
+from toolbridge._calls.fairness import FairShare, Ticket
 from toolbridge._calls.pacing import TokenBucket
 
 
@@ -82,6 +83,70 @@ async def test_what_the_scheduler_keeps_per_command_is_the_calls_of_the_last_mom
     assert len(shares._commands["alone"].admitted) <= 1  # not the thousand calls ended behind it
     shares.leave("alone", long_call)
     assert shares.counted() == 0
+
+
+async def _entered(
+    shares: FairShare, owner: str, calls: int
+) -> tuple[list[Ticket], list[asyncio.Future[Ticket]]]:
+    """``calls`` calls of ``owner`` started at once: those let in, and those still waiting."""
+    started = [asyncio.ensure_future(shares.enter(owner)) for _ in range(calls)]
+    await asyncio.sleep(0)  # each ran to its admission or its wait (nothing else runs here)
+    return [f.result() for f in started if f.done()], [f for f in started if not f.done()]
+
+
+async def test_when_every_command_is_busy_each_executes_up_to_the_busy_share() -> None:
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4)
+    await shares.enter("b")  # two commands, both quiet so far: a share of one each
+    admitted, waiting = await _entered(shares, "a", 6)
+    assert len(admitted) == 1  # b is quiet: a's backlog waits behind its share of one
+    # b's second call waits too, which makes b busy: nobody is quiet, and the shares grow at once.
+    more_b, waiting_b = await _entered(shares, "b", 6)
+    assert len(more_b) == 3
+    assert shares.executing("a") == 4
+    assert shares.executing("b") == 4
+    await asyncio.sleep(0)  # the calls let in resume
+    assert sum(not f.done() for f in waiting) == 2  # past the busy share, calls still wait
+    assert len(waiting_b) == 3
+
+
+async def test_a_quiet_command_keeps_the_small_shares_beside_a_busy_one() -> None:
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4)
+    quiet = await shares.enter("quiet")
+    admitted, waiting = await _entered(shares, "flood", 6)
+    assert len(admitted) == 1
+    for _ in range(3):  # one call at a time, as a quiet command makes them: never busy
+        shares.leave("quiet", quiet)
+        quiet = await asyncio.wait_for(shares.enter("quiet"), 1)
+    assert shares.executing("flood") == 1
+    assert len([f for f in waiting if not f.done()]) == 5
+
+
+async def test_a_busy_command_that_turns_quiet_for_linger_brings_the_small_shares_back() -> None:
+    linger = 0.1
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=linger, busy=4)
+    a, _ = await _entered(shares, "a", 3)  # alone: all three go in, more than a share
+    b, waiting_b = await _entered(shares, "b", 3)
+    assert shares.share() == 4  # both busy
+    b += await asyncio.wait_for(asyncio.gather(*waiting_b), 1)
+    for owner, ticket in zip("aaabbb", a + b, strict=True):
+        shares.leave(owner, ticket)
+    calls = [await shares.enter("a"), await shares.enter("b")]  # one call each, for a while
+    await wait_until(lambda: shares.share() == 1, timeout=linger * 50)  # quiet for linger: small
+    more, waiting = await _entered(shares, "a", 2)
+    assert not more
+    assert len(waiting) == 2
+    for owner, ticket in zip("ab", calls, strict=True):
+        shares.leave(owner, ticket)
+
+
+async def test_without_a_busy_share_the_shares_stay_small_when_every_command_is_busy() -> None:
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=None)
+    await _entered(shares, "a", 3)
+    b, waiting_b = await _entered(shares, "b", 3)
+    assert shares.executing("a") == 3  # alone when they entered: no share yet
+    assert len(b) == 1
+    assert len(waiting_b) == 2
+    assert shares.share() == 1
 
 
 def test_a_bucket_gives_its_burst_then_one_token_per_interval() -> None:
