@@ -142,7 +142,7 @@ class FairShare:
         return max(share, self._busy)
 
     def _some_quiet(self) -> bool:
-        """Whether a command has calls (or had, a moment ago) and none of them waits behind others."""
+        """Whether a command among those sharing has not been busy for ``LINGER`` seconds (is quiet)."""
         since = asyncio.get_running_loop().time() - self._linger
         return any(command.pressed < since for command in self._commands.values())
 
