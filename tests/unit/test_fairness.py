@@ -95,7 +95,7 @@ async def _entered(
 
 
 async def test_when_every_command_is_busy_each_executes_up_to_the_busy_share() -> None:
-    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4)
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4, quiet=1)
     await shares.enter("b")  # two commands, both quiet so far: a share of one each
     admitted, waiting = await _entered(shares, "a", 6)
     assert len(admitted) == 1  # b is quiet: a's backlog waits behind its share of one
@@ -110,7 +110,7 @@ async def test_when_every_command_is_busy_each_executes_up_to_the_busy_share() -
 
 
 async def test_a_quiet_command_keeps_the_small_shares_beside_a_busy_one() -> None:
-    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4)
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4, quiet=1)
     quiet = await shares.enter("quiet")
     admitted, waiting = await _entered(shares, "flood", 6)
     assert len(admitted) == 1
@@ -121,9 +121,22 @@ async def test_a_quiet_command_keeps_the_small_shares_beside_a_busy_one() -> Non
     assert len([f for f in waiting if not f.done()]) == 5
 
 
+async def test_a_command_with_a_few_calls_at_once_is_still_quiet_beside_a_flood() -> None:
+    # A model's parallel tool calls: up to `quiet` of them at once keep the command quiet.
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=60, busy=4, quiet=3)
+    await shares.enter("agent")
+    _, flood_waiting = await _entered(shares, "flood", 6)
+    parallel, agent_waiting = await _entered(shares, "agent", 2)  # three at once in all
+    assert shares.share() == 1  # the flood is busy, the agent is not: small shares
+    assert not parallel
+    assert len(agent_waiting) == 2  # its own share is one too, as before
+    assert shares.executing("flood") == 1
+    assert len(flood_waiting) == 5
+
+
 async def test_a_busy_command_that_turns_quiet_for_linger_brings_the_small_shares_back() -> None:
     linger = 0.1
-    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=linger, busy=4)
+    shares = FairShare(shared=2, floor=1, max_wait=60, counted_for=60, linger=linger, busy=4, quiet=1)
     a, _ = await _entered(shares, "a", 3)  # alone: all three go in, more than a share
     b, waiting_b = await _entered(shares, "b", 3)
     assert shares.share() == 4  # both busy

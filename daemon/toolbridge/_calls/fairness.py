@@ -23,13 +23,14 @@ have only its share of calls executing while other commands have calls too:
   fans out slow calls still has them all running after ``COUNTED_FOR`` seconds each;
 - a call waits at most ``MAX_WAIT`` seconds: the share orders calls, it never stops a
   command whose own calls are slow;
-- the shares are that small only while some command is quiet: it has not had more calls at
-  once (executing or waiting) than its share for ``LINGER`` seconds, as a command making one
-  call at a time never has. When every command with calls is busy, none has a lone call to
-  protect, and each may execute up to ``BUSY_SHARE`` calls at once: the more calls the
-  daemon has at once, the more each commit and each message carries, so throughput grows
-  with commands instead of shrinking (a single share of 1 each held 4 busy commands to fewer
-  calls at once than one of them alone had).
+- the shares are that small only while some command is quiet: it has not had more than
+  ``QUIET_CALLS`` calls at once (executing or waiting) for ``LINGER`` seconds, as a command
+  making one call at a time, or a few in parallel (a model's parallel tool calls), never has.
+  When every command with calls is busy, none has a few calls to protect, and each may
+  execute up to ``BUSY_SHARE`` calls at once: the more calls the daemon has at once, the
+  more each commit and each message carries, so throughput grows with commands instead of
+  shrinking (a share of 1 each held 4 busy commands to fewer calls at once than one of them
+  alone had).
 
 A share counts calls, not their cost, and serves the daemon's own queues only: CPU the
 sandboxes themselves burn is the operating system's to share (``ToolOptions.max_call_rate``
@@ -50,6 +51,7 @@ __all__ = [
     "COUNTED_FOR",
     "MAX_WAIT",
     "MIN_SHARE",
+    "QUIET_CALLS",
     "SHARED_CALLS",
     "FairShare",
     "Ticket",
@@ -72,10 +74,14 @@ BUSY_SHARE = 8
 """Calls each command may execute at once while no command is quiet (see the module docstring).
 
 Measured with 1, 4 and 16 commands of 8 callers each (sync echo tool, 3 interleaved rounds of
-6,400 calls): 2,997, 3,304 and 3,451 calls/s with this; 3,138, 2,625 and 3,177 with the small
-shares whatever the commands; 3,366, 3,597 and 4,584 with no shares at all. (Each of those
+6,400 calls): 3,137, 3,379 and 3,207 calls/s with this; 3,208, 2,487 and 2,745 with the small
+shares whatever the commands; 2,865, 3,075 and 3,268 with no shares at all. (Each of those
 commands starts with 50 calls one at a time, and is quiet meanwhile: the small shares hold
-while any of them warms up.) A quiet command's p99 beside a flood was the same either way."""
+while any of them warms up.) A quiet command's p99 beside a 32-caller flood was the same
+either way (6.6 to 7.7 ms, three runs each)."""
+
+QUIET_CALLS = 4
+"""The most calls at once (executing or waiting) of a command that is still quiet."""
 
 COUNTED_FOR = 0.005
 """Seconds a call counts against its command's share (see the module docstring)."""
@@ -104,7 +110,7 @@ class _Command:
     admitted: collections.deque[Ticket] = field(default_factory=collections.deque)  # in order
     waiting: collections.deque[asyncio.Future[Ticket]] = field(default_factory=collections.deque)
     idle_since: float | None = None  # when its last call ended, while it lingers
-    pressed: float = -math.inf  # when it last had more calls at once than its share: busy until LINGER after
+    pressed: float = -math.inf  # when it last had more than QUIET_CALLS at once: busy until LINGER after
     recheck: asyncio.TimerHandle | None = None  # while calls wait: when its oldest turns uncounted
     linger: asyncio.TimerHandle | None = None  # while idle: when it stops counting among commands
 
@@ -121,11 +127,14 @@ class FairShare:
         linger: float | None = None,
         counted_for: float | None = None,
         busy: int | None = BUSY_SHARE,
+        quiet: int = QUIET_CALLS,
     ) -> None:
-        """``busy``: the share while no command is quiet; ``None`` keeps the small shares then too."""
+        """``busy``: the share while no command is quiet (``None`` keeps the small shares then
+        too); ``quiet``: the most calls at once of a quiet command."""
         self._shared = shared
         self._floor = floor
         self._busy = busy
+        self._quiet = quiet
         self._max_wait = MAX_WAIT if max_wait is None else max_wait
         self._linger = LINGER if linger is None else linger
         self._counted_for = COUNTED_FOR if counted_for is None else counted_for
@@ -147,12 +156,12 @@ class FairShare:
         return any(command.pressed < since for command in self._commands.values())
 
     def _press(self, command: _Command) -> None:
-        """Note when ``command`` has more calls at once than the small share (it is busy now).
+        """Note when ``command`` has more calls at once than a quiet one has (it is busy now).
 
         A command that turns busy may leave no command quiet: then every command's share has
         grown, and calls waiting for one may go in.
         """
-        if command.executing + len(command.waiting) <= max(self._floor, self._shared // len(self._commands)):
+        if command.executing + len(command.waiting) <= self._quiet:
             return
         now = asyncio.get_running_loop().time()
         was_quiet, command.pressed = command.pressed < now - self._linger, now
