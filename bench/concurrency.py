@@ -4,8 +4,11 @@ Every command is a sandboxed Python client calling a sync ``echo`` tool through 
 (validated, journaled in SQLite, committed before the answer):
 
 - calls/s with 1, 8, 32 and 128 callers in one command;
-- calls/s with 1, 4 and 16 commands of 8 callers each, run at once (their calls summed over
-  the slowest command's time);
+- calls/s with 1, 4 and 16 commands of 8 callers each, run at once (once every command has
+  started and warmed up, all start calling together: their calls summed over the slowest
+  command's time), and with 4 and 16 again without the busy share (the scheduler
+  swapped for one whose shares stay small while every command is busy: the rule before
+  ``fairness.BUSY_SHARE``);
 - the sequential p50/p99 of one command alone, and again while a neighbour command floods
   the daemon with 32 callers: with fair shares (the default), without them (the baseline:
   the scheduler swapped for one that never limits), and with the flooder paced at
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +62,29 @@ def _echo(value: Any) -> Any:
 
 
 async def _client(
-    step: Step, name: str, sequential: int, per_caller: int, callers: int, options: ToolOptions = OPTIONS
+    step: Step,
+    name: str,
+    sequential: int,
+    per_caller: int,
+    callers: int,
+    options: ToolOptions = OPTIONS,
+    barrier: asyncio.Barrier | None = None,
 ) -> dict[str, Any]:
+    """Run the benchmark client as a command; with ``barrier``, its callers start once every
+    command sharing the barrier has reached it."""
+    argv = ["python3", str(CLIENTS / "python_client.py"), str(sequential), str(per_caller), str(callers)]
+    tools: dict[str, Any] = {"echo": _echo}
+    if barrier is not None:
+
+        async def reached() -> None:
+            await barrier.wait()
+
+        argv.append("barrier")
+        tools["barrier"] = reached
     result = await step.sandbox.commands.run(
         name,
-        ["python3", str(CLIENTS / "python_client.py"), str(sequential), str(per_caller), str(callers)],
-        tools={"echo": _echo},
+        argv,
+        tools=tools,
         tool_options=options,
         timeout=600,
     )
@@ -80,41 +102,60 @@ async def _round(args: argparse.Namespace, work: Path, turn: int) -> dict[str, f
     return figures
 
 
+@contextlib.contextmanager
+def _scheduler(scheduler: fairness.FairShare | None) -> Iterator[None]:
+    """The running loop's fair-share scheduler swapped for ``scheduler`` (``None``: as it is)."""
+    loop = asyncio.get_running_loop()
+    default = fairness.fair_share()
+    if scheduler is not None:
+        fairness._by_loop[loop] = scheduler
+    try:
+        yield
+    finally:
+        fairness._by_loop[loop] = default
+
+
+async def _commands(args: argparse.Namespace, step: Step, commands: int, name: str) -> float:
+    """Calls/s of ``commands`` commands of 8 callers each, run at once."""
+    per_caller = max(1, args.calls // (commands * 8))
+    together = asyncio.Barrier(commands)  # sandboxes start one by one: their calls start at once
+    reports = await asyncio.gather(
+        *(
+            _client(step, f"{name}-{commands}-{i}", 0, per_caller, 8, barrier=together)
+            for i in range(commands)
+        )
+    )
+    calls = sum(int(r["concurrent"]["calls"]) for r in reports)
+    return calls / max(float(r["concurrent"]["seconds"]) for r in reports)
+
+
 async def _throughput(args: argparse.Namespace, step: Step, figures: dict[str, float]) -> None:
     for callers in CALLERS:
         report = await _client(step, f"callers-{callers}", 0, max(1, args.calls // callers), callers)
         concurrent = report["concurrent"]
         figures[f"1 command x {callers} callers"] = concurrent["calls"] / concurrent["seconds"]
     for commands in COMMANDS:
-        per_caller = max(1, args.calls // (commands * 8))
-        reports = await asyncio.gather(
-            *(_client(step, f"commands-{commands}-{i}", 0, per_caller, 8) for i in range(commands))
-        )
-        calls = sum(r["concurrent"]["calls"] for r in reports)
-        slowest = max(r["concurrent"]["seconds"] for r in reports)
-        figures[f"{commands} commands x 8 callers"] = calls / slowest
+        figures[f"{commands} commands x 8 callers"] = await _commands(args, step, commands, "commands")
+    for commands in COMMANDS[1:]:
+        with _scheduler(fairness.FairShare(busy=None)):
+            rate = await _commands(args, step, commands, "small-shares")
+        figures[f"{commands} commands x 8 callers, without the busy share"] = rate
 
 
 async def _neighbour(args: argparse.Namespace, step: Step, figures: dict[str, float], turn: int) -> None:
     """The quiet command's p50/p99 alone and beside each kind of flood, in one bridge."""
-    loop = asyncio.get_running_loop()
     alone = await _client(step, "quiet-alone", args.calls // 4, 0, 0)
     reports: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [("alone", alone, None)]
     floods = list(FLOODS.items())
     floods = floods[turn % len(floods) :] + floods[: turn % len(floods)]  # each round, another first
     for number, (label, (scheduler, options)) in enumerate(floods):
-        default = fairness.fair_share()
-        if scheduler is not None:
-            fairness._by_loop[loop] = scheduler
-        try:
+        with _scheduler(scheduler):
             # 32 callers, sized to go on for longer than the quiet command measures, and
             # given a head start past its sandbox's start and its warm-up.
             flood = asyncio.ensure_future(_client(step, f"flood-{number}", 0, args.calls // 8, 32, options))
             await asyncio.sleep(FLOOD_HEAD_START)
             beside = await _client(step, f"quiet-{number}", args.calls // 4, 0, 0)
             flooded = await flood
-        finally:
-            fairness._by_loop[loop] = default
         reports.append((label, beside, flooded))
     for label, report, flood_report in reports:
         figures[f"p50 ms, {label}"] = statistics.median(report["sequential_ms"])
@@ -137,7 +178,7 @@ def render(rounds: list[dict[str, float]]) -> str:
         return statistics.median(r[name] for r in rounds)
 
     lines = []
-    throughput = [name for name in rounds[0] if name.endswith(" callers")]
+    throughput = [name for name in rounds[0] if " callers" in name]
     if throughput:
         lines += ["| measure | calls/s |", "| --- | ---: |"]
         lines += [f"| {name} | {median(name):,.0f} |" for name in throughput]

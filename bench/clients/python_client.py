@@ -1,6 +1,8 @@
 """Benchmark client: runs inside a sandboxed command and calls the `echo` tool.
 
-Usage: python3 python_client.py SEQUENTIAL PER_CALLER CALLERS
+Usage: python3 python_client.py SEQUENTIAL PER_CALLER CALLERS [barrier]
+With ``barrier``, the callers start once the host's ``barrier`` tool returns (after the warm-up
+and the sequential calls): commands measured together then call together.
 Prints one JSON line: {"client", "sequential_ms": [...], "concurrent": {"callers", "calls", "seconds"}}.
 """
 
@@ -14,7 +16,7 @@ from inngest_tools import tools
 WARMUP = 50
 
 
-async def main(sequential: int, per_caller: int, callers: int) -> None:
+async def main(sequential: int, per_caller: int, callers: int, barrier: bool) -> None:
     for _ in range(WARMUP):
         await tools.echo("warm")
     latencies: list[float] = []
@@ -27,6 +29,8 @@ async def main(sequential: int, per_caller: int, callers: int) -> None:
         for _ in range(per_caller):
             await tools.echo("x")
 
+    if barrier:
+        await tools.barrier()
     started = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(callers)))
     seconds = time.perf_counter() - started
@@ -39,4 +43,5 @@ async def main(sequential: int, per_caller: int, callers: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*(int(arg) for arg in sys.argv[1:4])))
+    sequential, per_caller, callers = (int(arg) for arg in sys.argv[1:4])
+    asyncio.run(main(sequential, per_caller, callers, sys.argv[4:5] == ["barrier"]))

@@ -73,12 +73,11 @@ MIN_SHARE = 1
 BUSY_SHARE = 8
 """Calls each command may execute at once while no command is quiet (see the module docstring).
 
-Measured with 1, 4 and 16 commands of 8 callers each (sync echo tool, 3 interleaved rounds of
-6,400 calls): 3,137, 3,379 and 3,207 calls/s with this; 3,208, 2,487 and 2,745 with the small
-shares whatever the commands; 2,865, 3,075 and 3,268 with no shares at all. (Each of those
-commands starts with 50 calls one at a time, and is quiet meanwhile: the small shares hold
-while any of them warms up.) A quiet command's p99 beside a 32-caller flood was the same
-either way (6.6 to 7.7 ms, three runs each)."""
+Measured with 1, 4 and 16 commands of 8 callers each, all calling at once (``bench/
+concurrency.py``, sync echo tool, medians of 3 rounds of 6,400 calls): 3,156, 3,288 and 3,017
+calls/s with this; 4 and 16 commands without it (the small shares whatever the commands),
+2,440 and 2,216. A quiet command's p99 beside a 32-caller flood was the same either way (6.6
+to 7.7 ms, three runs each)."""
 
 QUIET_CALLS = 4
 """The most calls at once (executing or waiting) of a command that is still quiet."""
