@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,9 +47,18 @@ async def holds_uncounted() -> None:
     await wait_until(lambda: fairness.fair_share().counted() == 0)
 
 
+def flood_of_blocked_calls(*commands: HeldCommand) -> list[asyncio.Future[Any]]:
+    """FLOOD calls of ``block`` from each of ``commands``, started at once."""
+    return [
+        asyncio.ensure_future(raw_call(held, call_request("block")))
+        for held in commands
+        for _ in range(FLOOD)
+    ]
+
+
 async def every_blocked_call_runs(held: HeldCommand, blocker: Blocker) -> None:
     """FLOOD calls of ``block`` from ``held``: all of them enter before any is released."""
-    blocked = [asyncio.ensure_future(raw_call(held, call_request("block"))) for _ in range(FLOOD)]
+    blocked = flood_of_blocked_calls(held)
     await wait_until(lambda: blocker.entered == FLOOD)
     blocker.release.set()
     await asyncio.wait_for(asyncio.gather(*blocked), WAIT)
@@ -76,7 +86,7 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
     ):
         await holds_uncounted()
         share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)  # two commands with calls
-        blocked = [asyncio.ensure_future(raw_call(flood, call_request("block"))) for _ in range(FLOOD)]
+        blocked = flood_of_blocked_calls(flood)
         await wait_until(lambda: blocker.entered == share)
         assert result_of(await raw_call(quiet, call_request("ping"))) == "pong"  # never queued
         assert blocker.entered == share  # the flood's backlog still waits
@@ -103,11 +113,7 @@ async def test_when_both_commands_flood_each_executes_the_busy_share(
     ):
         # Each command's `hold` fills the small share (one each). Once both have calls
         # waiting, neither is quiet, and each executes up to the busy share, its hold included.
-        blocked = [
-            asyncio.ensure_future(raw_call(held, call_request("block")))
-            for held in (first, second)
-            for _ in range(FLOOD)
-        ]
+        blocked = flood_of_blocked_calls(first, second)
         admitted = 2 * (fairness.BUSY_SHARE - 1)
         await wait_until(lambda: fairness.fair_share().waiting() == 2 * FLOOD - admitted)
         assert blocker.entered == admitted  # every call is read: the rest wait for a share

@@ -28,9 +28,9 @@ have only its share of calls executing while other commands have calls too:
   making one call at a time, or a few in parallel (a model's parallel tool calls), never has.
   When every command with calls is busy, none has a few calls to protect, and each may
   execute up to ``BUSY_SHARE`` calls at once: the more calls the daemon has at once, the
-  more each commit and each message carries, so throughput grows with commands instead of
-  shrinking (a share of 1 each held 4 busy commands to fewer calls at once than one of them
-  alone had).
+  more each commit and each message carries, so throughput holds as commands are added
+  instead of falling (a share of 1 each held 4 busy commands to fewer calls at once than one
+  of them alone had).
 
 A share counts calls, not their cost, and serves the daemon's own queues only: CPU the
 sandboxes themselves burn is the operating system's to share (``ToolOptions.max_call_rate``
