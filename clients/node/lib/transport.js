@@ -1,9 +1,11 @@
 "use strict";
-// gRPC over one HTTP/2 session, with node:http2 alone, for the two calls this client makes:
-// the bidi CallToolStream and the unary ListTools. The one module that opens a socket.
+// gRPC over one HTTP/2 connection, for the two calls this client makes: the bidi
+// CallToolStream and the unary ListTools. The one module that opens a socket.
 //
-// Why not @grpc/grpc-js: loading it and making its first call cost a sandboxed command about
-// 64 ms of the ~150 ms a one-call command takes; node:http2 makes the same call in about 7 ms.
+// Why neither @grpc/grpc-js nor node:http2: loading grpc-js and making its first call cost a
+// sandboxed command about 64 ms of the ~150 ms a one-call command took; node:http2 made the
+// same call in about 15 ms (its load brings tls and crypto), more than half of what Node
+// itself takes to start. lib/h2.js speaks the HTTP/2 this client needs in a fraction of that.
 // The client needs little of gRPC: no TLS, no name resolution beyond net.connect, no
 // deadlines, no compression, no retries, one connection. What it needs is here and in
 // lib/grpc.js (the protocol's rules, pure): messages reassembled from DATA, the status from
@@ -15,22 +17,24 @@
 // (`unref`): the owner of the call stream knows whether a tool call is in flight on it,
 // HTTP/2 does not. A session with no ref'd call never keeps the process alive.
 
-const http2 = require("node:http2");
 const net = require("node:net");
-const {
-  Code,
-  MessageReader,
-  frame,
-  grpcStatus,
-  h2ErrorName,
-  headerValue,
-  httpStatus,
-  parseAddress,
-  resetStatus,
-  status,
-} = require("./grpc");
+const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpStatus, parseAddress, resetStatus, status } =
+  require("./grpc");
+const h2 = require("./h2");
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL } = http2.constants;
+const { NO_ERROR, CANCEL, PROTOCOL_ERROR } = h2.ErrorCode;
+
+/** Header fields as an object, as gRPC reads them: a repeated name's values in an array. */
+function fieldsObject(fields) {
+  const headers = Object.create(null);
+  for (const [name, value] of fields) {
+    const held = headers[name];
+    if (held === undefined) headers[name] = value;
+    else if (Array.isArray(held)) held.push(value);
+    else headers[name] = [held, value];
+  }
+  return headers;
+}
 
 /**
  * One RPC on a session. Its owner's handlers hear, in order: `onHeaders(headers)` (the
@@ -48,91 +52,98 @@ class Call {
     this.referenced = false;
     /** The status the response has given (trailers, or a trailers-only response), kept for its end. */
     this.received = null;
-    /** DATA that came before the response headers were handled: read after them. */
-    this.early = [];
     this.headersSeen = false;
   }
 
   _start(path, metadata) {
-    const headers = {
-      ":method": "POST",
-      ":path": path,
-      "content-type": "application/grpc",
-      te: "trailers",
-      ...metadata,
-    };
+    const fields = [
+      [":method", "POST"],
+      [":scheme", "http"],
+      [":authority", this.session.channel.target.authority],
+      [":path", path],
+      ["content-type", "application/grpc"],
+      ["te", "trailers"],
+      ...Object.entries(metadata),
+    ];
     try {
-      this.stream = this.session.h2.request(headers);
+      this.stream = this.session.h2.request(fields, this);
     } catch (error) {
       // A session closing under us (UNAVAILABLE), or headers HTTP/2 cannot carry: told as a
       // status, later, like every other end.
       const code = this.session.usable() ? Code.INTERNAL : Code.UNAVAILABLE;
       process.nextTick(() => this._finish(status(code, `cannot start the call: ${error.message}`)));
+    }
+  }
+
+  // What lib/h2.js tells of the stream.
+
+  headers(fields, endStream) {
+    if (this.finished) return;
+    const headers = fieldsObject(fields);
+    if (!this.headersSeen) this._response(headers);
+    else this.received ??= grpcStatus(headers) ?? status(Code.INTERNAL, "the daemon's trailers carry no grpc-status");
+    if (endStream) this._ended();
+  }
+
+  data(bytes, endStream) {
+    if (this.finished) return;
+    if (!this.headersSeen) {
+      this._finish(status(Code.INTERNAL, "the daemon sent a message before its response headers"), PROTOCOL_ERROR);
       return;
     }
-    const { stream } = this;
-    stream.on("response", (responseHeaders) => this._response(responseHeaders));
-    stream.on("data", (chunk) => {
-      if (this.headersSeen) this._data(chunk);
-      else this.early.push(chunk);
-    });
-    stream.on("trailers", (trailers) => {
-      this.received ??= grpcStatus(trailers) ?? status(Code.INTERNAL, "the daemon's trailers carry no grpc-status");
-    });
-    // Every message has been read by then; without a status, 'close' says what ended it.
-    stream.on("end", () => {
-      if (this.received !== null) this._finish(this.received);
-    });
-    // What ended it is told by 'close' (the reset code, or the session's failure); without a
-    // listener the error would be thrown.
-    stream.on("error", () => {});
-    stream.on("close", () => this._closed());
+    this._data(bytes);
+    if (endStream) this._ended();
+  }
+
+  /** The daemon's side has ended: with the status it gave, or with the reset that may follow. */
+  _ended() {
+    if (this.received !== null) this._finish(this.received);
+    // No status: a server that resets a stream it answered ends it first (nghttp2 does), and
+    // the RST_STREAM, in the same read, says why. Otherwise no status ever came.
+    else setImmediate(() => this._finish(resetStatus(NO_ERROR)));
+  }
+
+  reset(code) {
+    this._finish(this.received ?? resetStatus(code));
+  }
+
+  lost() {
+    this._finish(this.received ?? this.session.failure ?? this.session.failed(null));
   }
 
   _response(headers) {
-    if (this.finished) return;
     this.headersSeen = true;
     const code = Number(headers[":status"]);
     const carried = grpcStatus(headers);
     if (carried !== null) {
       this.received = carried; // trailers-only: the status, and nothing else, is coming
     } else if (code !== 200) {
-      this._finish(httpStatus(code), NGHTTP2_CANCEL);
-      return;
+      this._finish(httpStatus(code), CANCEL);
     } else {
       const type = headerValue(headers, "content-type") ?? "";
       if (!type.startsWith("application/grpc")) {
         const refusal = `the daemon answered with content-type ${JSON.stringify(type)}`;
-        this._finish(status(Code.UNKNOWN, refusal), NGHTTP2_CANCEL);
+        this._finish(status(Code.UNKNOWN, refusal), CANCEL);
         return;
       }
       this.handlers.onHeaders?.(headers);
     }
-    for (const chunk of this.early.splice(0)) this._data(chunk);
   }
 
   _data(chunk) {
-    if (this.finished) return;
     const { messages, refusal } = this.reader.push(chunk);
     for (const message of messages) {
       let decoded;
       try {
         decoded = this.handlers.decode(message);
       } catch (error) {
-        this._finish(status(Code.INTERNAL, `cannot decode the daemon's message: ${error.message}`), NGHTTP2_CANCEL);
+        this._finish(status(Code.INTERNAL, `cannot decode the daemon's message: ${error.message}`), CANCEL);
         return;
       }
       this.handlers.onMessage(decoded);
       if (this.finished) return; // the owner cancelled it
     }
-    if (refusal !== null) this._finish(refusal, NGHTTP2_CANCEL);
-  }
-
-  _closed() {
-    if (this.finished) return;
-    if (this.received !== null) this._finish(this.received); // the daemon had said how it ended
-    else if (this.session.failure !== null) this._finish(this.session.failure);
-    else this._finish(resetStatus(this.stream.rstCode));
+    if (refusal !== null) this._finish(refusal, CANCEL);
   }
 
   /**
@@ -150,13 +161,12 @@ class Call {
   /** Half-close: no more messages from this side; the answers and the status still come. */
   end(bytes) {
     if (this.finished || this.stream === null) return;
-    if (bytes === undefined) this.stream.end();
-    else this.stream.end(frame(bytes));
+    this.stream.end(bytes === undefined ? null : frame(bytes));
   }
 
   /** End the call from this side: its status is CANCELLED, told to `onStatus` like any other. */
   cancel() {
-    this._finish(status(Code.CANCELLED, "cancelled by the client"), NGHTTP2_CANCEL);
+    this._finish(status(Code.CANCELLED, "cancelled by the client"), CANCEL);
   }
 
   /** Keep the process alive while this call is open (the default for a new call). */
@@ -175,13 +185,12 @@ class Call {
     }
   }
 
-  _finish(ended, rstCode = NGHTTP2_NO_ERROR) {
+  _finish(ended, resetCode = NO_ERROR) {
     if (this.finished) return;
     this.unref();
     this.finished = true;
     this.session.calls.delete(this);
-    const { stream } = this;
-    if (stream !== null && !stream.closed && !stream.destroyed) stream.close(rstCode);
+    if (this.stream !== null) this.stream.close(resetCode);
     this.handlers.onStatus(ended);
   }
 }
@@ -195,32 +204,17 @@ class Session {
     /** Why the connection failed or closed (UNAVAILABLE), once it has. */
     this.failure = null;
     this.draining = false;
-    const target = channel.target;
-    const url = target.path === undefined ? `http://${target.authority}` : "http://localhost";
-    this.h2 = http2.connect(url, { createConnection: () => this._connect(target) });
-    this.h2.on("goaway", (code) => this._drain(code));
-    // The calls hear of it through their streams; the listener keeps it from being thrown.
-    this.h2.on("error", (error) => {
-      this.failure ??= this.failed(error);
-    });
-    this.h2.on("close", () => {
-      this.failure ??= this.failed(null);
-      channel.forget(this);
+    const { target } = channel;
+    const socket = target.path === undefined ? net.connect(target.port, target.host) : net.connect(target.path);
+    if (target.path === undefined) socket.setNoDelay(true);
+    this.h2 = h2.connect(socket, {
+      goaway: (code) => this._drain(code),
+      closed: (error) => {
+        this.failure ??= this.failed(error);
+        channel.forget(this);
+      },
     });
     this.h2.unref();
-  }
-
-  _connect(target) {
-    const socket = target.path === undefined ? net.connect(target.port, target.host) : net.connect(target.path);
-    // Before the session's own listeners (it adds them once this returns): the calls the
-    // socket's end closes then know that the connection, not the daemon, ended them.
-    socket.on("error", (error) => {
-      this.failure ??= this.failed(error);
-    });
-    socket.on("close", () => {
-      this.failure ??= this.failed(null);
-    });
-    return socket;
   }
 
   failed(error) {
@@ -230,7 +224,7 @@ class Session {
   }
 
   usable() {
-    return !this.draining && this.failure === null && !this.h2.closed && !this.h2.destroyed;
+    return !this.draining && this.failure === null && this.h2.usable();
   }
 
   call(path, metadata, handlers) {
@@ -249,9 +243,9 @@ class Session {
   }
 
   _drain(code) {
-    // GOAWAY: with NO_ERROR node:http2 lets the calls already open finish and starts none on
-    // this session; with an error it destroys the session, and the calls end UNAVAILABLE.
-    if (code !== NGHTTP2_NO_ERROR) {
+    // GOAWAY: with NO_ERROR the calls already open finish and none start on this session;
+    // with an error the connection ends, and the calls end UNAVAILABLE.
+    if (code !== NO_ERROR) {
       this.failure ??= status(Code.UNAVAILABLE, `the daemon closed the connection (GOAWAY ${h2ErrorName(code)})`);
     }
     if (this.draining) return;
@@ -318,7 +312,7 @@ class Channel {
 
   forget(session) {
     if (this.current === session) this.current = null;
-    if (session.h2.destroyed) this.sessions.delete(session);
+    if (session.h2.ended) this.sessions.delete(session);
   }
 
   /** Close every session now: calls still open end with UNAVAILABLE. */

@@ -69,15 +69,16 @@ class ScriptedServer extends EventEmitter {
   /**
    * @param {(stream: http2.ServerHttp2Stream, headers: object, server: ScriptedServer) => void} handler
    *   scripts each stream the client opens; it may be replaced (`server.handler = ...`) between tests.
+   * @param {http2.ServerOptions} [options] for node:http2's server: its settings, its padding.
    */
-  constructor(handler = () => {}) {
+  constructor(handler = () => {}, options = {}) {
     super();
     this.handler = handler;
     /** Every session (connection) the client opened, in order. */
     this.sessions = [];
     /** The request headers of every stream, in order. */
     this.requests = [];
-    this._server = http2.createServer();
+    this._server = http2.createServer(options);
     this._server.on("session", (session) => {
       session.on("error", () => {});
       this.sessions.push(session);
