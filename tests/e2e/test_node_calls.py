@@ -151,6 +151,45 @@ async def test_concurrent_calls_each_get_their_own_answer(
     assert json.loads(result.stdout) == [i * i for i in range(40)]
 
 
+async def test_large_arguments_and_answers_cross_whole_beside_small_calls(
+    bridge: Bridge, script: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    # Past the HTTP/2 window grpc starts with (64 KiB) and the client's (4 MiB): the client's
+    # own HTTP/2 must wait for grpc's WINDOW_UPDATEs as it sends, and send its own as it
+    # reads, while small calls share the stream.
+    script(
+        "agent.js",
+        """
+        const { tools } = require("inngest_tools");
+        async function main() {
+          const big = "a".repeat(200 * 1024);
+          const [sent, answered, ...small] = await Promise.all([
+            tools.size(big),
+            tools.repeat(5 * 1024 * 1024),
+            ...Array.from({ length: 20 }, (_, i) => tools.size("b".repeat(i * 2000))),
+          ]);
+          console.log(JSON.stringify({ sent, answered: answered.length, allB: /^b*$/.test(answered), small }));
+        }
+        main();
+        """,
+    )
+    async with bridge.run("large") as step:
+        result = await step.sandbox.commands.run(
+            "agent",
+            "node agent.js",
+            tools={"size": len, "repeat": lambda n: "b" * n},
+            tool_options=ToolOptions(max_reply_bytes=8 * 1024 * 1024),
+            cwd=tmp_path,
+        )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "sent": 200 * 1024,
+        "answered": 5 * 1024 * 1024,
+        "allB": True,
+        "small": [i * 2000 for i in range(20)],
+    }
+
+
 async def test_definitions_are_the_hosts_in_every_format(
     bridge: Bridge, script: Callable[[str, str], Path], tmp_path: Path
 ) -> None:
