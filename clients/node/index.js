@@ -10,7 +10,11 @@
  * environment (TOOLBRIDGE_ADDRESS, TOOLBRIDGE_TOKEN); nothing else is needed.
  */
 
-const { definitions, tools } = require("./lib/client");
-const { ToolError } = require("./lib/errors");
+const path = require("node:path");
+const { load } = require("./lib/loader");
+
+// Through the loader: compiled from the sandbox runtime's code cache where it has one.
+const { definitions, tools } = load(path.join(__dirname, "lib", "client.js"));
+const { ToolError } = load(path.join(__dirname, "lib", "errors.js"));
 
 module.exports = { ToolError, definitions, tools };

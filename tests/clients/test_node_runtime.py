@@ -18,7 +18,7 @@ from toolbridge._sandbox.runtime.node import (
 )
 
 CHECKOUT_CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
-DEPENDENCIES = ("typescript",)  # what the runner needs; the client speaks gRPC over node:http2
+DEPENDENCIES = ("typescript",)  # what the runner needs; the client speaks gRPC over its own HTTP/2
 DEV_DEPENDENCIES = ("@grpc/grpc-js",)  # its tests' fake daemon, installed by `npm ci` beside
 
 
@@ -161,7 +161,7 @@ def test_the_checkout_client_needs_typescript_alone_at_run_time(monkeypatch: pyt
     assert sorted(str(place) for place in find_node_client().dependencies.values()) == ["typescript"]
 
 
-def test_the_checkout_client_is_laid_out_with_a_typescript_code_cache(
+def test_the_checkout_client_is_laid_out_with_code_caches_node_accepts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
@@ -172,6 +172,20 @@ def test_the_checkout_client_is_laid_out_with_a_typescript_code_cache(
     assert (package / "register.js").is_file()
     assert (package / ".cache" / "typescript.v8").stat().st_size > 0
     assert not (CHECKOUT_CLIENT / ".cache").exists()
+    # The client's own modules, down to those its first call loads, each compiled from the
+    # cache by the node that runs commands (a cache V8 refused would say "rejected").
+    loader = package / "lib" / "loader.js"
+    code = (
+        f"require('inngest_tools'); const loader = require({json.dumps(str(loader))});"
+        f"loader.load({json.dumps(str(package / 'lib' / 'connection.js'))});"
+        "process.stdout.write(JSON.stringify(loader.cacheOutcomes()));"
+    )
+    done = subprocess.run(
+        ["node", "-e", code], env={**os.environ, **node_environment(node_path)}, capture_output=True, check=True
+    )
+    outcomes = json.loads(done.stdout)
+    assert {"lib/client.js", "lib/connection.js", "lib/h2.js", "lib/hpack.js"} <= outcomes.keys()
+    assert set(outcomes.values()) == {"cached"}, outcomes
 
 
 def _hoisted_project(root: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +49,29 @@ async def test_the_seed_node_agent_calls_tools_from_inside_bubblewrap(
         )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Acme\n"
+
+
+async def test_a_node_command_compiles_the_client_from_the_runtime_s_code_cache(
+    sandboxed: Bridge, work_dir: Path, write_script: Callable[[str, str], Path]
+) -> None:
+    # The cache was written outside the sandbox, when the runtime was built; inside, the same
+    # node must accept it for every module the first call loads.
+    write_script(
+        "agent.js",
+        """
+        const { tools } = require("inngest_tools");
+        const loader = require(require.resolve("inngest_tools").replace(/index\\.js$/, "lib/loader.js"));
+        tools.getCustomer("cus_1").then(() => console.log(JSON.stringify(loader.cacheOutcomes())));
+        """,
+    )
+    async with sandboxed.run() as step:
+        result = await step.sandbox.commands.run(
+            "agent", "node agent.js", tools={"getCustomer": get_customer}, cwd=work_dir
+        )
+    assert result.exit_code == 0, result.stderr
+    outcomes = json.loads(result.stdout)
+    assert {"lib/client.js", "lib/connection.js", "lib/transport.js", "lib/h2.js", "lib/hpack.js"} <= outcomes.keys()
+    assert set(outcomes.values()) == {"cached"}, outcomes
 
 
 async def test_an_es_module_imports_the_client_inside_bubblewrap(
