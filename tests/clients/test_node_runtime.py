@@ -181,7 +181,10 @@ def test_the_checkout_client_is_laid_out_with_code_caches_node_accepts(
         "process.stdout.write(JSON.stringify(loader.cacheOutcomes()));"
     )
     done = subprocess.run(
-        ["node", "-e", code], env={**os.environ, **node_environment(node_path)}, capture_output=True, check=True
+        ["node", "-e", code],
+        env={**os.environ, **node_environment(node_path)},
+        capture_output=True,
+        check=True,
     )
     outcomes = json.loads(done.stdout)
     assert {"lib/client.js", "lib/connection.js", "lib/h2.js", "lib/hpack.js"} <= outcomes.keys()

@@ -168,7 +168,8 @@ async def test_large_arguments_and_answers_cross_whole_beside_small_calls(
             tools.repeat(5 * 1024 * 1024),
             ...Array.from({ length: 20 }, (_, i) => tools.size("b".repeat(i * 2000))),
           ]);
-          console.log(JSON.stringify({ sent, answered: answered.length, allB: /^b*$/.test(answered), small }));
+          const allB = /^b*$/.test(answered);
+          console.log(JSON.stringify({ sent, answered: answered.length, allB, small }));
         }
         main();
         """,

@@ -70,7 +70,13 @@ async def test_a_node_command_compiles_the_client_from_the_runtime_s_code_cache(
         )
     assert result.exit_code == 0, result.stderr
     outcomes = json.loads(result.stdout)
-    assert {"lib/client.js", "lib/connection.js", "lib/transport.js", "lib/h2.js", "lib/hpack.js"} <= outcomes.keys()
+    assert {
+        "lib/client.js",
+        "lib/connection.js",
+        "lib/transport.js",
+        "lib/h2.js",
+        "lib/hpack.js",
+    } <= outcomes.keys()
     assert set(outcomes.values()) == {"cached"}, outcomes
 
 

@@ -231,9 +231,10 @@ def build_node_path(cache_dir: Path) -> tuple[Path, str | None]:
 
 
 def _build_code_cache(node_path: Path) -> None:
-    """Let the TypeScript runner write its V8 code cache; snippets start faster with it.
+    """Let the runner write the V8 code caches: TypeScript's, and the client's own modules'.
 
-    Without ``node``, or if it fails, snippets still work: they compile TypeScript themselves.
+    Commands and snippets start faster with them. Without ``node``, or if it fails, they still
+    work: Node compiles the client and TypeScript from source, as it would without a cache.
     """
     runner = node_path / PACKAGE / RUNNER
     node = shutil.which("node")
@@ -249,10 +250,13 @@ def _build_code_cache(node_path: Path) -> None:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("no code cache for TypeScript snippets: %s", exc)
+        log.warning("no code cache for the Node client and TypeScript snippets: %s", exc)
         return
     if done.returncode != 0:
-        log.warning("no code cache for TypeScript snippets: %s", done.stderr.decode(errors="replace")[-500:])
+        log.warning(
+            "no code cache for the Node client and TypeScript snippets: %s",
+            done.stderr.decode(errors="replace")[-500:],
+        )
 
 
 def node_environment(node_path: Path) -> dict[str, str]:
