@@ -345,6 +345,11 @@ class Session {
       case CONTINUATION:
         if (this.continuing === null) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "CONTINUATION after no HEADERS");
         this.continuing.parts.push(payload);
+        this.continuing.size += payload.length;
+        if (this.continuing.size > HEADER_LIST_BYTES) {
+          // Decoded, it could only be larger: refused before more of it is held.
+          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `a header block above ${HEADER_LIST_BYTES} bytes`);
+        }
         if (flags & END_HEADERS) this._headerBlock();
         return undefined;
       case RST_STREAM:

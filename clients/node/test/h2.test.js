@@ -226,6 +226,13 @@ test("a daemon that breaks HTTP/2 ends the connection with GOAWAY naming the err
     ["a frame above the 16384 bytes allowed", rawFrame(0, 0, 1, Buffer.alloc(16385)), 6, /above the 16384/],
     ["a header block the decoder cannot read", rawFrame(1, 4, 1, Buffer.from([0x80])), 9, /index 0/],
     ["PUSH_PROMISE, turned off", rawFrame(5, 4, 1, Buffer.alloc(4)), 1, /push is turned off/],
+    [
+      "a header block that never ends",
+      Buffer.concat([rawFrame(1, 0, 1, Buffer.alloc(16384)), ...Array(64).fill(rawFrame(9, 0, 1, Buffer.alloc(16384)))]),
+      1,
+      /a header block above 1048576 bytes/,
+    ],
+    ["a frame between a HEADERS and its CONTINUATION", Buffer.concat([rawFrame(1, 0, 1, Buffer.alloc(1)), rawFrame(6, 0, 0, Buffer.alloc(8))]), 1, /interrupted/],
   ];
   for (const [what, reply, errorCode, message] of cases) {
     const server = await brokenServer(reply);
