@@ -8,8 +8,8 @@
 // Why not node:http2: loading it (it loads tls and crypto too) and setting up its session cost
 // a sandboxed command that makes one tool call about 10 ms, a third of what Node takes to
 // start; with this module (and the code cache, lib/loader.js) the call comes within about 4 ms
-// of writing its frames to a socket by hand. The preface, SETTINGS and the first call's HEADERS and DATA are written before the
-// connection is even established.
+// of writing its frames to a socket by hand. The preface, SETTINGS and the first call's
+// HEADERS and DATA are written before the connection is even established.
 //
 // lib/transport.js drives it and turns what happens to a stream into gRPC's terms. Each stream
 // tells its owner, through the `handler` given to `request`: `headers(fields, endStream)`,
@@ -344,7 +344,9 @@ class Session {
       case HEADERS:
         return this._headers(flags, streamId, payload);
       case CONTINUATION:
-        if (this.continuing === null) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "CONTINUATION after no HEADERS");
+        if (this.continuing === null) {
+          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "CONTINUATION after no HEADERS");
+        }
         this.continuing.parts.push(payload);
         this.continuing.size += payload.length;
         if (this.continuing.size > HEADER_LIST_BYTES) {
@@ -360,7 +362,9 @@ class Session {
       case PUSH_PROMISE:
         throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "PUSH_PROMISE, and push is turned off");
       case PING:
-        if (streamId !== 0 || payload.length !== 8) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "a malformed PING");
+        if (streamId !== 0 || payload.length !== 8) {
+          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "a malformed PING");
+        }
         if (!(flags & ACK)) this._write(frameOf(PING, ACK, 0, payload));
         return undefined;
       case GOAWAY:

@@ -283,7 +283,9 @@ class HeaderDecoder {
         if (indexing) this._add(field);
       }
       listSize += field[0].length + field[1].length;
-      if (listSize > this.listLimit) throw new HpackError(`a header block decodes to more than ${this.listLimit} octets`);
+      if (listSize > this.listLimit) {
+        throw new HpackError(`a header block decodes to more than ${this.listLimit} octets`);
+      }
       fields.push(field);
     }
     return fields;

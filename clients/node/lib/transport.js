@@ -18,8 +18,18 @@
 // HTTP/2 does not. A session with no ref'd call never keeps the process alive.
 
 const net = require("node:net");
-const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpStatus, parseAddress, resetStatus, status } =
-  require("./grpc");
+const {
+  Code,
+  MessageReader,
+  frame,
+  grpcStatus,
+  h2ErrorName,
+  headerValue,
+  httpStatus,
+  parseAddress,
+  resetStatus,
+  status,
+} = require("./grpc");
 const h2 = require("./h2");
 
 const { NO_ERROR, CANCEL, PROTOCOL_ERROR } = h2.ErrorCode;

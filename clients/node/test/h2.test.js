@@ -232,7 +232,12 @@ test("a daemon that breaks HTTP/2 ends the connection with GOAWAY naming the err
       1,
       /a header block above 1048576 bytes/,
     ],
-    ["a frame between a HEADERS and its CONTINUATION", Buffer.concat([rawFrame(1, 0, 1, Buffer.alloc(1)), rawFrame(6, 0, 0, Buffer.alloc(8))]), 1, /interrupted/],
+    [
+      "a frame between a HEADERS and its CONTINUATION",
+      Buffer.concat([rawFrame(1, 0, 1, Buffer.alloc(1)), rawFrame(6, 0, 0, Buffer.alloc(8))]),
+      1,
+      /interrupted/,
+    ],
   ];
   for (const [what, reply, errorCode, message] of cases) {
     const server = await brokenServer(reply);
@@ -318,4 +323,23 @@ test("the client sends no more DATA than the daemon's stream window, and the res
   });
   await fullyReceived;
   assert.equal(sentBeforeAck, 100);
+});
+
+test("a message before the response headers ends that call INTERNAL and resets it; the connection stays", TIMEOUT, async () => {
+  const server = await brokenServer(Buffer.concat([rawFrame(4, 0, 0, Buffer.alloc(0)), rawFrame(0, 0, 1, grpcMessage(Buffer.from("early")))]));
+  const channel = channelTo(server.address);
+  const { status } = await callOn(channel);
+  assert.equal(status.code, Code.INTERNAL);
+  assert.match(status.message, /before its response headers/);
+  assert.equal(channel.current.usable(), true); // a stream's error, not the connection's
+  channel.close();
+  await server.hungUp;
+  const frames = [];
+  const bytes = server.received();
+  for (let at = 24; at + 9 <= bytes.length; at += 9 + bytes.readUIntBE(at, 3)) {
+    frames.push({ type: bytes[at + 3], streamId: bytes.readUInt32BE(at + 5), payload: bytes.subarray(at + 9, at + 9 + bytes.readUIntBE(at, 3)) });
+  }
+  const reset = frames.find((frame) => frame.type === 3);
+  assert.equal(reset.streamId, 1);
+  assert.equal(reset.payload.readUInt32BE(0), 1); // PROTOCOL_ERROR
 });

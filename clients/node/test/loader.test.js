@@ -26,7 +26,8 @@ test("the loader and require share one copy of each module, whichever comes firs
 
 test("a module that throws while loading is not kept: the next load runs it again", () => {
   const file = path.join(scratch, "throws-once.js");
-  fs.writeFileSync(file, 'if (!globalThis.__ranOnce) { globalThis.__ranOnce = true; throw new Error("first"); }\nmodule.exports = 2;\n');
+  const source = 'if (!globalThis.__ranOnce) { globalThis.__ranOnce = true; throw new Error("first"); }';
+  fs.writeFileSync(file, `${source}\nmodule.exports = 2;\n`);
   assert.throws(() => load(file), /first/);
   assert.equal(require.cache[file], undefined);
   assert.equal(load(file), 2);
