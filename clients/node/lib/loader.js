@@ -7,9 +7,10 @@
 // Node's own start. When the daemon lays the client out for sandboxes, `node runner.js
 // --build-cache` makes a call against a stand-in daemon (lib/warmup.js) and writes each module's
 // code, with the functions that call compiled, to .cache/client/; from then on modules are
-// compiled from it. V8 checks each cache against its source and this Node's version and
-// flags, and one it rejects costs only the time it would have saved. Without a cache (an npm
-// install, a checkout) modules are compiled as Node would.
+// compiled from it. A cache is named by its source's size and modification time, so a file
+// edited since the build has none (V8 itself checks only a source's length, and this Node's
+// version and flags: a cache it rejects costs only the time it would have saved). Without a
+// cache (an npm install, a checkout) modules are compiled as Node would.
 //
 // A module loaded here is Node's module all the same: it goes in `require.cache` under the
 // path Node would give it, so `require` and this loader never make two copies of one file
@@ -29,8 +30,10 @@ const compiled = new Map();
 /** How each was compiled: "cached", "rejected" (a cache V8 refused), or "compiled" (none). */
 const outcomes = new Map();
 
+/** Where the cache of `file` as it is now would be: its path, size and modification time. */
 function cacheFile(file) {
-  return path.join(CACHE, `${path.relative(PACKAGE, file)}.v8`);
+  const { size, mtimeMs } = fs.statSync(file);
+  return path.join(CACHE, `${path.relative(PACKAGE, file)}.${size}.${Math.trunc(mtimeMs)}.v8`);
 }
 
 function compile(file) {
@@ -38,7 +41,7 @@ function compile(file) {
   try {
     cachedData = fs.readFileSync(cacheFile(file));
   } catch {
-    cachedData = undefined; // no cache: compiled from source
+    cachedData = undefined; // no cache for this source: compiled from it
   }
   const script = new vm.Script(Module.wrap(fs.readFileSync(file, "utf8")), { filename: file, cachedData });
   compiled.set(file, script);
