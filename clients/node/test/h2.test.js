@@ -16,9 +16,8 @@ const { after, test } = require("node:test");
 const { Code } = require("../lib/grpc");
 const { encodeHeaders } = require("../lib/hpack");
 const { Channel } = require("../lib/transport");
-const { OK_HEADERS, ScriptedServer, grpcMessage, readMessages } = require("./scripted-server");
+const { CALL_STREAM_PATH, OK_HEADERS, ScriptedServer, callOn, grpcMessage, readMessages } = require("./scripted-server");
 
-const PATH = "/toolbridge.v1.ToolBridgeService/CallToolStream";
 const TIMEOUT = { timeout: 20000 };
 
 const cleanups = [];
@@ -37,25 +36,6 @@ function channelTo(address, maxMessageBytes = 16 * 1024 * 1024) {
   const channel = new Channel(address, { maxMessageBytes });
   cleanups.push(() => channel.close());
   return channel;
-}
-
-/** One call: `write` (if any) as its message, then half-closed; resolves with how it ended. */
-function callOn(channel, { metadata = {}, write = null, onHeaders = null } = {}) {
-  return new Promise((resolve) => {
-    const messages = [];
-    let headers = null;
-    const call = channel.call(PATH, metadata, {
-      decode: (bytes) => Buffer.from(bytes),
-      onHeaders: (received) => {
-        headers = received;
-        onHeaders?.(received);
-      },
-      onMessage: (message) => messages.push(message),
-      onStatus: (status) => resolve({ status, messages, headers }),
-    });
-    if (write === null) call.end();
-    else call.end(write);
-  });
 }
 
 /** Answer each call with `reply(bytes)`'s message, once its request is read whole. */
@@ -315,7 +295,7 @@ test("the client sends no more DATA than the daemon's stream window, and the res
     });
   });
   const channel = channelTo(`unix:${socketPath}`);
-  const call = channel.call(PATH, {}, {
+  const call = channel.call(CALL_STREAM_PATH, {}, {
     decode: (bytes) => bytes,
     onHeaders: () => call.write(Buffer.alloc(1000, 1), () => {}),
     onMessage: () => {},

@@ -60,6 +60,32 @@ function serveCalls(stream, answer, headers = {}) {
   });
 }
 
+/** The path of the call stream, the RPC the transport tests open. */
+const CALL_STREAM_PATH = "/toolbridge.v1.ToolBridgeService/CallToolStream";
+
+/**
+ * One call of the call stream on `channel` (a lib/transport.js Channel): `write` as its one
+ * message and half-closed (left open with `end: false`). Resolves with how it ended: its
+ * status, the messages read (bytes) and the response headers.
+ */
+function callOn(channel, { metadata = {}, write = null, end = true } = {}) {
+  return new Promise((resolve) => {
+    const messages = [];
+    let headers = null;
+    const call = channel.call(CALL_STREAM_PATH, metadata, {
+      decode: (bytes) => Buffer.from(bytes),
+      onHeaders: (received) => {
+        headers = received;
+      },
+      onMessage: (message) => messages.push(message),
+      onStatus: (status) => resolve({ status, messages, headers }),
+    });
+    if (!end) return;
+    if (write === null) call.end();
+    else call.end(write);
+  });
+}
+
 /** A result answering `call`: the JSON of `value`. */
 function result(call, value) {
   return { call_id: call.call_id, response: { result_json: Buffer.from(JSON.stringify(value)) } };
@@ -112,4 +138,14 @@ class ScriptedServer extends EventEmitter {
   }
 }
 
-module.exports = { OK_HEADERS, ScriptedServer, grpcMessage, readMessages, result, serveCalls, written };
+module.exports = {
+  CALL_STREAM_PATH,
+  OK_HEADERS,
+  ScriptedServer,
+  callOn,
+  grpcMessage,
+  readMessages,
+  result,
+  serveCalls,
+  written,
+};

@@ -15,9 +15,18 @@ const client = require("../lib/client");
 const { TRANSPORT_MESSAGE_LIMIT } = require("../lib/connection");
 const { Code, MessageReader, parseAddress, percentDecoded } = require("../lib/grpc");
 const { Channel } = require("../lib/transport");
-const { OK_HEADERS, ScriptedServer, grpcMessage, readMessages, result, serveCalls, written } = require("./scripted-server");
+const {
+  CALL_STREAM_PATH: PATH,
+  OK_HEADERS,
+  ScriptedServer,
+  callOn,
+  grpcMessage,
+  readMessages,
+  result,
+  serveCalls,
+  written,
+} = require("./scripted-server");
 
-const PATH = "/toolbridge.v1.ToolBridgeService/CallToolStream";
 const TIMEOUT = { timeout: 20000 };
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_REFUSED_STREAM } =
   http2.constants;
@@ -41,25 +50,6 @@ function channel(options = {}) {
   const opened = new Channel(server.address, { maxMessageBytes: 1024 * 1024, ...options });
   channels.push(opened);
   return opened;
-}
-
-/** One call on `opened`: its headers, messages and status once it ends. */
-function callOn(opened, { metadata = {}, write = null, end = true } = {}) {
-  return new Promise((resolve) => {
-    const messages = [];
-    let headers = null;
-    const call = opened.call(PATH, metadata, {
-      decode: (bytes) => Buffer.from(bytes),
-      onHeaders: (received) => {
-        headers = received;
-      },
-      onMessage: (message) => messages.push(message),
-      onStatus: (status) => resolve({ status, messages, headers }),
-    });
-    if (!end) return;
-    if (write === null) call.end();
-    else call.end(write);
-  });
 }
 
 function connectTo(address) {
