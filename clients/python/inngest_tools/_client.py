@@ -6,12 +6,19 @@ order. Calls made while a write is in flight wait in an outbox and go out togeth
 message, once the daemon has said it reads batches (and answers come back batched the same
 way): many calls in flight cost few messages. This is the one module that imports the
 generated code.
+
+A stream is replaced once it is older than ``STREAM_LIFETIME`` and has no call in flight. The
+daemon tells a connection to go away after an hour and cuts it a quarter of an hour later
+(``max_connection_age`` and its grace), and grpcio never moves an open stream to a new
+connection: a stream kept for the life of the process would lose the calls in flight on it
+then. A new stream goes on a new connection once the old one has been told to go.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import json
 import os
@@ -35,6 +42,10 @@ BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes"
 BATCH_ENTRY_BYTES = 6
 """What a call adds to a batch besides itself: its field tag and length in ``more``."""
 TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
+STREAM_LIFETIME = 600.0
+"""Seconds a call stream takes new calls for, at least: well inside the daemon's 900 s grace."""
+RETIRE_WAIT = 10.0
+"""Seconds a replaced stream's end is waited for before it is cancelled."""
 
 FORMATS = {
     "anthropic": pb.DEFINITION_FORMAT_ANTHROPIC,
@@ -149,6 +160,8 @@ class _Connection:
         self._metadata = ((TOKEN_METADATA_KEY, token),)
         self._stream: Any = None
         self._reader: asyncio.Task[None] | None = None
+        self._opened_at = 0.0
+        self._in_flight = 0  # calls written to the open stream and not answered
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.waiting: dict[int, Any] = {}  # call_id -> CallWaiting, for calls waiting on a person
         self._ids = itertools.count(1)
@@ -158,11 +171,29 @@ class _Connection:
         self._batch_bytes = 0  # the largest batch the open stream reads; 0 until the daemon says
 
     def _open_stream(self) -> Any:
-        if self._stream is None:
-            self._batch_bytes = 0
-            self._stream = self._stub.CallToolStream(metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1")))
-            self._reader = self.loop.create_task(self._read(self._stream))
+        self._batch_bytes = 0
+        self._in_flight = 0
+        self._opened_at = self.loop.time()
+        self._stream = self._stub.CallToolStream(metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1")))
+        self._reader = self.loop.create_task(self._read(self._stream))
         return self._stream
+
+    async def _replace_stream(self) -> Any:
+        """Close the open stream, which carries no call, and open another once it has ended.
+
+        Its end is waited for, so that the command never holds one stream more than it did
+        (its ``max_streams`` may be 1): a round trip, once per ``STREAM_LIFETIME``.
+        """
+        stream, reader = self._stream, self._reader
+        self._stream = self._reader = None
+        with contextlib.suppress(grpc.RpcError, asyncio.InvalidStateError):
+            await stream.done_writing()
+        if reader is not None:
+            await asyncio.wait({reader}, timeout=RETIRE_WAIT)
+            if not reader.done():  # a daemon that never ends it: the stream is dropped
+                stream.cancel()
+                await asyncio.wait({reader})
+        return self._open_stream()
 
     async def _read(self, stream: Any) -> None:
         failure: ToolError
@@ -180,11 +211,12 @@ class _Connection:
         except Exception as exc:  # an answer this client cannot read: fail the calls, never hang
             failure = ToolError(f"the daemon's answer could not be read: {exc!r}", type="ProtocolError")
             stream.cancel()
+        if self._stream is not stream:
+            return  # retired with no call in flight: the calls pending are the next stream's
         # The stream is gone: fail what it carried and what waits to be sent (so that nothing
         # failed here runs later on another stream), and let the next call open a new one.
-        if self._stream is stream:
-            self._stream = None
-            self._outbox.clear()
+        self._stream = None
+        self._outbox.clear()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(failure)
@@ -199,8 +231,10 @@ class _Connection:
             return
         self.waiting.pop(answer.call_id, None)
         future = self._pending.pop(answer.call_id, None)
-        if future is not None and not future.done():
-            future.set_result(answer)
+        if future is not None:
+            self._in_flight -= 1
+            if not future.done():
+                future.set_result(answer)
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
@@ -237,19 +271,26 @@ class _Connection:
             self._writing = False
 
     async def _write_batch(self) -> None:
-        stream = self._open_stream()
+        stream = self._stream
+        if stream is None:
+            stream = self._open_stream()
+        elif not self._in_flight and self.loop.time() - self._opened_at > STREAM_LIFETIME:
+            stream = await self._replace_stream()
         batch = self._take_batch()
         message = batch[0]
         if len(batch) > 1:
             message.more.extend(batch[1:])
+        self._in_flight += len(batch)
         try:
             await stream.write(message)
         except (grpc.RpcError, asyncio.InvalidStateError) as exc:
             failure = await _write_failure(exc, stream)
             for request in batch:
                 future = self._pending.pop(request.call_id, None)
-                if future is not None and not future.done():
-                    future.set_exception(failure)
+                if future is not None:
+                    self._in_flight -= 1
+                    if not future.done():
+                        future.set_exception(failure)
 
     def _take_batch(self) -> list[pb.CallToolStreamRequest]:
         """The next message's calls: the first waiting, and as many more as the daemon reads."""
