@@ -161,7 +161,6 @@ class _Connection:
         self._stream: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._opened_at = 0.0
-        self._in_flight = 0  # calls written to the open stream and not answered
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self.waiting: dict[int, Any] = {}  # call_id -> CallWaiting, for calls waiting on a person
         self._ids = itertools.count(1)
@@ -172,7 +171,6 @@ class _Connection:
 
     def _open_stream(self) -> Any:
         self._batch_bytes = 0
-        self._in_flight = 0
         self._opened_at = self.loop.time()
         self._stream = self._stub.CallToolStream(metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1")))
         self._reader = self.loop.create_task(self._read(self._stream))
@@ -231,10 +229,8 @@ class _Connection:
             return
         self.waiting.pop(answer.call_id, None)
         future = self._pending.pop(answer.call_id, None)
-        if future is not None:
-            self._in_flight -= 1
-            if not future.done():
-                future.set_result(answer)
+        if future is not None and not future.done():
+            future.set_result(answer)
 
     async def call(self, name: str, positional: bytes, named: bytes) -> Any:
         call_id = next(self._ids)
@@ -274,23 +270,25 @@ class _Connection:
         stream = self._stream
         if stream is None:
             stream = self._open_stream()
-        elif not self._in_flight and self.loop.time() - self._opened_at > STREAM_LIFETIME:
+        elif not self._in_flight() and self.loop.time() - self._opened_at > STREAM_LIFETIME:
             stream = await self._replace_stream()
         batch = self._take_batch()
         message = batch[0]
         if len(batch) > 1:
             message.more.extend(batch[1:])
-        self._in_flight += len(batch)
         try:
             await stream.write(message)
         except (grpc.RpcError, asyncio.InvalidStateError) as exc:
             failure = await _write_failure(exc, stream)
             for request in batch:
                 future = self._pending.pop(request.call_id, None)
-                if future is not None:
-                    self._in_flight -= 1
-                    if not future.done():
-                        future.set_exception(failure)
+                if future is not None and not future.done():
+                    future.set_exception(failure)
+
+    def _in_flight(self) -> int:
+        """Calls written to the open stream and not answered: every call pending but not yet
+        sent is in the outbox (a waiting call is pending until its answer)."""
+        return len(self._pending) - len(self._outbox)
 
     def _take_batch(self) -> list[pb.CallToolStreamRequest]:
         """The next message's calls: the first waiting, and as many more as the daemon reads."""
