@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,18 @@ def step(run_id: str, key: str, seq: int) -> StepRecord:
     return StepRecord(
         run_id=run_id, key=key, parent_key=None, seq=seq, kind="tool", name="t", idempotency_key="k"
     )
+
+
+@pytest.fixture
+async def journal(journal_path: Path) -> AsyncIterator[SQLiteJournal]:
+    """A journal open on a new file, with run "r" entered; closed after the test."""
+    opened = SQLiteJournal(journal_path)
+    await opened.open()
+    try:
+        await opened.enter_run("r", lease=30)
+        yield opened
+    finally:
+        await opened.close()
 
 
 async def test_a_new_journal_is_migrated_to_the_latest_schema(journal_path: Path) -> None:
@@ -74,46 +86,37 @@ async def test_a_user_version_beyond_the_adopted_ones_is_refused(journal_path: P
         await SQLiteJournal(journal_path).open()
 
 
-async def test_a_resolved_write_is_visible_to_another_connection(journal_path: Path) -> None:
-    journal = SQLiteJournal(journal_path)
-    await journal.open()
-    try:
-        await journal.enter_run("r", lease=30)
-        rec = step("r", "a", 1)
-        await journal.write(rec)
-        with sqlite3.connect(journal_path) as other:
-            assert other.execute("SELECT status FROM steps WHERE step_key = 'a'").fetchone() == ("running",)
-    finally:
-        await journal.close()
+async def test_a_resolved_write_is_visible_to_another_connection(
+    journal: SQLiteJournal,
+    journal_path: Path,
+) -> None:
+    rec = step("r", "a", 1)
+    await journal.write(rec)
+    with sqlite3.connect(journal_path) as other:
+        assert other.execute("SELECT status FROM steps WHERE step_key = 'a'").fetchone() == ("running",)
 
 
-async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journal_path: Path) -> None:
-    journal = SQLiteJournal(journal_path)
-    await journal.open()
-    try:
-        await journal.enter_run("r", lease=30)
-        statements: list[str] = []
-        # Every statement the writer's connection and the loop's own run, as SQLite sees it.
-        assert journal._writer is not None
-        assert journal._writer.connection is not None
-        assert journal._inline is not None
-        for connection in (journal._writer.connection, journal._inline._db):
-            connection.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
-        records = [step("r", f"k{i}", i) for i in range(1200)]  # more rows than one statement holds
-        futures = [journal.write(rec) for rec in records]
-        records[7].complete('"done"')
-        futures.append(journal.write(records[7]))
-        await asyncio.gather(*futures)
-        # 1201 snapshots in a few multi-row statements, not one each: the first at once on the
-        # loop (the journal was idle), the others together, in one transaction
-        assert 3 <= statements.count("INSERT") <= 5  # 500 rows a statement
-        assert statements.count("BEGIN") == statements.count("COMMIT") <= 3
-        loaded = {rec.key: rec for rec in await journal.load_steps("r")}
-        assert len(loaded) == 1200
-        assert loaded["k7"].status == "completed"
-        assert loaded["k8"].status == "running"
-    finally:
-        await journal.close()
+async def test_concurrent_writes_share_commits_and_the_last_snapshot_wins(journal: SQLiteJournal) -> None:
+    statements: list[str] = []
+    # Every statement the writer's connection and the loop's own run, as SQLite sees it.
+    assert journal._writer is not None
+    assert journal._writer.connection is not None
+    assert journal._inline is not None
+    for connection in (journal._writer.connection, journal._inline._db):
+        connection.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
+    records = [step("r", f"k{i}", i) for i in range(1200)]  # more rows than one statement holds
+    futures = [journal.write(rec) for rec in records]
+    records[7].complete('"done"')
+    futures.append(journal.write(records[7]))
+    await asyncio.gather(*futures)
+    # 1201 snapshots in a few multi-row statements, not one each: the first at once on the
+    # loop (the journal was idle), the others together, in one transaction
+    assert 3 <= statements.count("INSERT") <= 5  # 500 rows a statement
+    assert statements.count("BEGIN") == statements.count("COMMIT") <= 3
+    loaded = {rec.key: rec for rec in await journal.load_steps("r")}
+    assert len(loaded) == 1200
+    assert loaded["k7"].status == "completed"
+    assert loaded["k8"].status == "running"
 
 
 async def test_durability_must_be_normal_or_full(journal_path: Path) -> None:
@@ -121,24 +124,19 @@ async def test_durability_must_be_normal_or_full(journal_path: Path) -> None:
         SQLiteJournal(journal_path, durability="fast")  # type: ignore[arg-type]
 
 
-async def test_a_writer_cancelled_while_waiting_does_not_break_the_batch(journal_path: Path) -> None:
-    journal = SQLiteJournal(journal_path)
-    await journal.open()
-    try:
-        await journal.enter_run("r", lease=30)
-        first, second = step("r", "a", 1), step("r", "b", 2)
+async def test_a_writer_cancelled_while_waiting_does_not_break_the_batch(journal: SQLiteJournal) -> None:
+    first, second = step("r", "a", 1), step("r", "b", 2)
 
-        async def write_and_wait(rec: StepRecord) -> None:
-            await journal.write(rec)
+    async def write_and_wait(rec: StepRecord) -> None:
+        await journal.write(rec)
 
-        cancelled = asyncio.create_task(write_and_wait(first))
-        kept = asyncio.create_task(write_and_wait(second))
-        await asyncio.sleep(0)  # both are waiting on the same commit now
-        cancelled.cancel()
-        await kept  # the other writer's commit is not cancelled with it
-        assert {rec.key for rec in await journal.load_steps("r")} == {"a", "b"}
-    finally:
-        await journal.close()  # and the journal still closes: its flusher is healthy
+    cancelled = asyncio.create_task(write_and_wait(first))
+    kept = asyncio.create_task(write_and_wait(second))
+    await asyncio.sleep(0)  # both are waiting on the same commit now
+    cancelled.cancel()
+    await kept  # the other writer's commit is not cancelled with it
+    assert {rec.key for rec in await journal.load_steps("r")} == {"a", "b"}
+    # The fixture then closes the journal, which fails unless its flusher is still healthy.
 
 
 async def test_a_refused_write_fails_its_awaiter_and_one_nobody_awaits_is_not_reported(
@@ -166,50 +164,38 @@ async def test_a_refused_write_fails_its_awaiter_and_one_nobody_awaits_is_not_re
 
 
 async def test_lone_writes_committed_on_the_loop_are_checkpointed_into_the_database_file(
+    journal: SQLiteJournal,
     journal_path: Path,
 ) -> None:
     # A caller alone commits each write on the loop, which never checkpoints itself: unless
     # it asks the writer to, the log takes every page for as long as the daemon runs.
-    journal = SQLiteJournal(journal_path)
-    await journal.open()
-    try:
-        await journal.enter_run("r", lease=30)
-        migrated = journal_path.stat().st_size
-        for seq in range(1, 3 * CHECKPOINT_EVERY + 1):
-            rec = step("r", f"k{seq}", seq)
-            rec.complete('"done"')
-            await journal.write(rec)
-        assert journal._writer is not None
-        await journal._writer.run(lambda db: None)  # the writer's jobs run in order: any checkpoint is done
-        assert journal_path.stat().st_size > migrated + 16 * 4096  # the steps' pages, copied
-        with sqlite3.connect(journal_path) as db:
-            _, log_frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        # the log was started over after a checkpoint: it holds the last writes, not all of them
-        assert log_frames < 2 * CHECKPOINT_EVERY * 4
-    finally:
-        await journal.close()
+    migrated = journal_path.stat().st_size
+    for seq in range(1, 3 * CHECKPOINT_EVERY + 1):
+        rec = step("r", f"k{seq}", seq)
+        rec.complete('"done"')
+        await journal.write(rec)
+    assert journal._writer is not None
+    await journal._writer.run(lambda db: None)  # the writer's jobs run in order: any checkpoint is done
+    assert journal_path.stat().st_size > migrated + 16 * 4096  # the steps' pages, copied
+    with sqlite3.connect(journal_path) as db:
+        _, log_frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    # the log was started over after a checkpoint: it holds the last writes, not all of them
+    assert log_frames < 2 * CHECKPOINT_EVERY * 4
 
 
 async def test_a_lone_step_on_an_idle_journal_is_one_statement_committed_on_the_loop(
+    journal: SQLiteJournal,
     journal_path: Path,
 ) -> None:
-    journal = SQLiteJournal(journal_path)
-    await journal.open()
-    try:
-        await journal.enter_run("r", lease=30)
-        statements: list[str] = []
-        assert journal._inline is not None
-        journal._inline._db.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
-        rec = step("r", "a", 1)
-        rec.complete('"done"')
-        await journal.write(rec)
-        assert statements == ["INSERT"]  # its own transaction: no BEGIN, no COMMIT around it
-        with sqlite3.connect(journal_path) as other:  # committed before the write resolved
-            assert other.execute("SELECT output_json FROM steps WHERE step_key = 'a'").fetchone() == (
-                '"done"',
-            )
-    finally:
-        await journal.close()
+    statements: list[str] = []
+    assert journal._inline is not None
+    journal._inline._db.set_trace_callback(lambda sql: statements.append(sql.split()[0]))
+    rec = step("r", "a", 1)
+    rec.complete('"done"')
+    await journal.write(rec)
+    assert statements == ["INSERT"]  # its own transaction: no BEGIN, no COMMIT around it
+    with sqlite3.connect(journal_path) as other:  # committed before the write resolved
+        assert other.execute("SELECT output_json FROM steps WHERE step_key = 'a'").fetchone() == ('"done"',)
 
 
 async def test_journals_opening_one_new_file_at_once_all_open(tmp_path: Path) -> None:
