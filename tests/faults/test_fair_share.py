@@ -11,7 +11,9 @@ beyond a command's rate wait their turn, not refused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,19 @@ def _dirs(tmp_path: Path, *names: str) -> list[Path]:
     return paths
 
 
+@contextlib.asynccontextmanager
+async def two_commands(
+    bridge: Bridge, tmp_path: Path, tools: Mapping[str, object], first: str, second: str
+) -> AsyncIterator[tuple[HeldCommand, HeldCommand]]:
+    """Two held commands with the same tools, each its own run (named ``first``, ``second``)."""
+    first_dir, second_dir = _dirs(tmp_path, first, second)
+    async with (
+        held_command(bridge, first_dir, tools, run_id=first) as one,
+        held_command(bridge, second_dir, tools, run_id=second) as other,
+    ):
+        yield one, other
+
+
 @pytest.mark.usefixtures("patient")
 async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_call_goes_first(
     bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -78,12 +93,7 @@ async def test_beside_another_command_a_flood_executes_its_share_and_the_quiet_c
     # Long enough that no blocked call stops counting while the test looks.
     monkeypatch.setattr(fairness, "COUNTED_FOR", COUNTED_FOR)
     blocker = Blocker()
-    tools = blocker.tools
-    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
-    async with (
-        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
-        held_command(bridge, quiet_dir, tools, run_id="quiet") as quiet,
-    ):
+    async with two_commands(bridge, tmp_path, blocker.tools, "flood", "quiet") as (flood, quiet):
         await holds_uncounted()
         share = max(fairness.MIN_SHARE, fairness.SHARED_CALLS // 2)  # two commands with calls
         blocked = flood_of_blocked_calls(flood)
@@ -105,12 +115,7 @@ async def test_when_both_commands_flood_each_executes_the_busy_share(
 ) -> None:
     monkeypatch.setattr(fairness, "COUNTED_FOR", WAIT * 2)  # nothing stops counting meanwhile
     blocker = Blocker()
-    tools = blocker.tools
-    first_dir, second_dir = _dirs(tmp_path, "first", "second")
-    async with (
-        held_command(bridge, first_dir, tools, run_id="first") as first,
-        held_command(bridge, second_dir, tools, run_id="second") as second,
-    ):
+    async with two_commands(bridge, tmp_path, blocker.tools, "first", "second") as (first, second):
         # Each command's `hold` fills the small share (one each). Once both have calls
         # waiting, neither is quiet, and each executes up to the busy share, its hold included.
         blocked = flood_of_blocked_calls(first, second)
@@ -127,12 +132,7 @@ async def test_beside_another_command_slow_calls_stop_counting_and_all_of_them_r
     bridge: Bridge, tmp_path: Path
 ) -> None:
     blocker = Blocker()
-    tools = blocker.tools
-    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
-    async with (
-        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
-        held_command(bridge, quiet_dir, tools, run_id="quiet"),
-    ):
+    async with two_commands(bridge, tmp_path, blocker.tools, "flood", "quiet") as (flood, _):
         # `block` waits on an event, as an I/O-bound tool would. A share of one each, yet every
         # blocked call runs: each stops counting after COUNTED_FOR (the patient fixture keeps
         # MAX_WAIT from being what lets them in).
@@ -153,12 +153,7 @@ async def test_a_call_waits_for_its_share_at_most_max_wait(
     monkeypatch.setattr(fairness, "MAX_WAIT", 0.2)
     monkeypatch.setattr(fairness, "COUNTED_FOR", WAIT * 2)  # only MAX_WAIT lets them in
     blocker = Blocker()
-    flood_dir, quiet_dir = _dirs(tmp_path, "flood", "quiet")
-    tools = blocker.tools
-    async with (
-        held_command(bridge, flood_dir, tools, run_id="flood") as flood,
-        held_command(bridge, quiet_dir, tools, run_id="quiet"),
-    ):
+    async with two_commands(bridge, tmp_path, blocker.tools, "flood", "quiet") as (flood, _):
         # Its own calls never end, yet the ones past its share get in after MAX_WAIT.
         await every_blocked_call_runs(flood, blocker)
 
