@@ -1,8 +1,8 @@
 """The Python client replaces its call stream once it is old and carries no call.
 
-grpcio never moves an open stream to a new connection, and the daemon cuts a connection a
-grace period after telling it to go (``max_connection_age``): a stream kept for the life of a
-process would lose the calls in flight on it then. Here ``STREAM_LIFETIME`` is 0, so every
+grpcio never moves an open stream to a new connection: a stream kept for the life of a
+process would keep its connection past the age at which the daemon tells it to go
+(``max_connection_age``). Here ``STREAM_LIFETIME`` is 0, so every
 call that finds the stream idle replaces it, and the old one has ended before the new one
 opens: a command never holds one stream more than before (its ``max_streams`` may be 1).
 """

@@ -8,10 +8,10 @@ way): many calls in flight cost few messages. This is the one module that import
 generated code.
 
 A stream is replaced once it is older than ``STREAM_LIFETIME`` and has no call in flight. The
-daemon tells a connection to go away after an hour and cuts it a quarter of an hour later
-(``max_connection_age`` and its grace), and grpcio never moves an open stream to a new
-connection: a stream kept for the life of the process would lose the calls in flight on it
-then. A new stream goes on a new connection once the old one has been told to go.
+daemon tells a connection to go away after an hour (``max_connection_age``), and grpcio never
+moves an open stream to a new connection: a stream kept for the life of the process would
+keep its connection past that age for as long as the process lives. A new stream goes on a
+new connection once the old one has been told to go.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ BATCH_ENTRY_BYTES = 6
 """What a call adds to a batch besides itself: its field tag and length in ``more``."""
 TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
 STREAM_LIFETIME = 600.0
-"""Seconds a call stream takes new calls for, at least: well inside the daemon's 900 s grace."""
+"""Seconds a call stream takes new calls for, at least: well inside the daemon's hour."""
 RETIRE_WAIT = 10.0
 """Seconds a replaced stream's end is waited for before it is cancelled."""
 

@@ -47,10 +47,13 @@ KEEPALIVE_TIMEOUT = 10.0
 """Seconds the daemon waits for the ping's answer before it closes the connection."""
 
 MAX_CONNECTION_AGE = 3600.0
-"""Seconds after which a connection is told to go away (the client reconnects)..."""
+"""Seconds after which a connection is told to go away: its next calls go on a new one.
 
-MAX_CONNECTION_AGE_GRACE = 900.0
-"""...and then the seconds its calls still get (a call waiting on approval may take long)."""
+No grace follows: the calls it carries then keep it until they end, however long they take.
+A call may wait for a person for ``approval_hold`` (a user's choice, of hours), and a client
+cannot move a call in flight to another connection: a grace period cut such calls with
+``Unavailable``. Each call is bounded by its own limits (``tool_timeout``, ``approval_hold``,
+the command's timeout) and a command's door closes with it, which bounds its connections."""
 
 MAX_CONCURRENT_STREAMS = 256
 """Streams on one connection at once: above a command's ``max_in_flight`` plus its
@@ -101,7 +104,6 @@ def server_options(
         ("grpc.so_reuseport", 0),
         ("grpc.max_connection_idle_ms", _ms(connection_idle)),
         ("grpc.max_connection_age_ms", _ms(MAX_CONNECTION_AGE)),
-        ("grpc.max_connection_age_grace_ms", _ms(MAX_CONNECTION_AGE_GRACE)),
         ("grpc.keepalive_time_ms", _ms(KEEPALIVE_TIME)),
         ("grpc.keepalive_timeout_ms", _ms(KEEPALIVE_TIMEOUT)),
         ("grpc.keepalive_permit_without_calls", 1),  # ping idle connections too: find half-open ones
