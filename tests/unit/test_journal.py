@@ -5,17 +5,21 @@ from __future__ import annotations
 import asyncio
 import gc
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from toolbridge import JournalError
+from toolbridge._journal.checkpoints import CHECKPOINT_EVERY
 from toolbridge._journal.commit import Pending
-from toolbridge._journal.inline import CHECKPOINT_EVERY, InlineCommits
+from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
+
+WAIT = 30.0
 
 
 def step(run_id: str, key: str, seq: int) -> StepRecord:
@@ -163,24 +167,95 @@ async def test_a_refused_write_fails_its_awaiter_and_one_nobody_awaits_is_not_re
     assert reported == []
 
 
-async def test_lone_writes_committed_on_the_loop_are_checkpointed_into_the_database_file(
+def log_restarts(journal_path: Path) -> int:
+    """How many times the journal's log has started over: the checkpoint sequence number in
+    its header (big-endian, bytes 12 to 16), which a commit starting it over increases."""
+    with open(f"{journal_path}-wal", "rb") as log:
+        return int.from_bytes(log.read(16)[12:16], "big")
+
+
+async def checkpoints_done(journal: SQLiteJournal) -> int:
+    """Checkpoints finished, once every one started so far has (their thread runs in order)."""
+    assert journal._checkpoints is not None
+    await journal._checkpoints._thread.run(lambda db: None)
+    return journal._checkpoints.done
+
+
+async def test_a_callers_writes_are_checkpointed_into_the_database_file_and_the_log_starts_over(
     journal: SQLiteJournal,
     journal_path: Path,
 ) -> None:
-    # A caller alone commits each write on the loop, which never checkpoints itself: unless
-    # it asks the writer to, the log takes every page for as long as the daemon runs.
-    migrated = journal_path.stat().st_size
-    for seq in range(1, 3 * CHECKPOINT_EVERY + 1):
+    # A caller alone commits each write on the loop, which never checkpoints: unless the
+    # checkpoints' thread does, the log takes every page for as long as the daemon runs.
+    migrated, restarted = journal_path.stat().st_size, log_restarts(journal_path)
+    seq = 0
+    while log_restarts(journal_path) < restarted + 2:
+        seq += 1
+        assert seq <= 20 * CHECKPOINT_EVERY, "the log was not started over"
         rec = step("r", f"k{seq}", seq)
         rec.complete('"done"')
         await journal.write(rec)
-    assert journal._writer is not None
-    await journal._writer.run(lambda db: None)  # the writer's jobs run in order: any checkpoint is done
-    assert journal_path.stat().st_size > migrated + 16 * 4096  # the steps' pages, copied
+        await asyncio.sleep(0)  # a caller's next call comes in a later turn of the loop
+    assert await checkpoints_done(journal) >= 2
+    assert journal_path.stat().st_size > migrated + 8 * 4096  # the steps' pages, copied
+
+
+async def test_the_log_starts_over_while_writes_never_stop(
+    journal: SQLiteJournal, journal_path: Path
+) -> None:
+    # 16 writers at once, each writing again as soon as its write is committed: a passive
+    # checkpoint never finds the log copied to its end, and the checkpoint that holds
+    # writers off for the last pages starts it over.
+    restarted, stop = log_restarts(journal_path), asyncio.Event()
+    written = 0
+
+    async def writer(number: int) -> None:
+        nonlocal written
+        for seq in range(20 * CHECKPOINT_EVERY):
+            if stop.is_set():
+                return
+            rec = step("r", f"w{number}-{seq}", seq)
+            rec.complete('"' + "x" * 500 + '"')
+            await journal.write(rec)
+            written += 1
+            if log_restarts(journal_path) >= restarted + 2:
+                stop.set()
+
+    await asyncio.gather(*(writer(number) for number in range(16)))
+    assert stop.is_set(), "the log was not started over"
     with sqlite3.connect(journal_path) as db:
-        _, log_frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    # the log was started over after a checkpoint: it holds the last writes, not all of them
-    assert log_frames < 2 * CHECKPOINT_EVERY * 4
+        assert db.execute("SELECT count(*) FROM steps").fetchone()[0] == written
+
+
+async def test_no_commit_checkpoints_and_none_waits_for_a_checkpoint(journal: SQLiteJournal) -> None:
+    # A checkpoint syncs the log and the file (milliseconds on a disk): inside a commit it
+    # held up that commit and every call waiting for it.
+    assert journal._writer is not None
+    assert journal._inline is not None
+    assert journal._checkpoints is not None
+    connections = [journal._writer.connection, journal._inline._db]
+    assert [db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] for db in connections if db] == [0, 0]
+    assert [tuple(row) for row in await journal.db.execute_fetchall("PRAGMA wal_autocheckpoint")] == [(0,)]
+    # The checkpoints' thread held as long as a slow disk would hold it: commits, on the loop
+    # and in the writer's thread, go on meanwhile.
+    release = threading.Event()
+    held = journal._checkpoints._thread.run(lambda db: release.wait(30))
+    try:
+
+        async def write(seq: int) -> None:
+            rec = step("r", f"h{seq}", seq)
+            rec.complete('"done"')
+            await journal.write(rec)
+
+        for seq in range(CHECKPOINT_EVERY + 1):  # lone writes, one of them starting a checkpoint
+            await asyncio.wait_for(write(seq), WAIT)
+        batch = range(CHECKPOINT_EVERY + 1, 3 * CHECKPOINT_EVERY)
+        await asyncio.wait_for(asyncio.gather(*(write(seq) for seq in batch)), WAIT)
+        assert not held.done()
+    finally:
+        release.set()
+    await held
+    assert await checkpoints_done(journal) >= 1
 
 
 async def test_a_lone_step_on_an_idle_journal_is_one_statement_committed_on_the_loop(
@@ -213,7 +288,7 @@ def test_the_loops_connection_hands_a_batch_it_could_not_lock_to_the_writer(jour
     # A lone step is a deferred transaction: besides SQLITE_BUSY, SQLite may answer
     # SQLITE_BUSY_SNAPSHOT (another connection committed since it began reading), an
     # extended code whose low byte is SQLITE_BUSY. Either way the batch goes to the writer.
-    inline = InlineCommits(journal_path, checkpoint=lambda: None)
+    inline = InlineCommits(journal_path)
     try:
         for code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_BUSY | 2 << 8, sqlite3.SQLITE_LOCKED):
 

@@ -4,14 +4,9 @@ With ``synchronous=NORMAL`` a commit in WAL mode appends to the log and does not
 of microseconds, less than handing the batch to the writer's thread and being woken by it
 (a lone call's commit is the largest cost on its path after the transport). It never waits:
 its connection has no busy timeout, so while another process holds the write lock it gives
-up at once and the writer (which waits) takes the batch. It never checkpoints either (copying
-the log into the database file takes milliseconds): every :data:`CHECKPOINT_EVERY` commits it
-asks the journal for a checkpoint in the writer's thread, and hands every batch to the writer
-until that is done. The log can start over only once all of it is in the database file, so
-nothing may be appended while the checkpoint copies it; without checkpoints, a log that only
-the loop appends to would grow for as long as the daemon runs, and every commit would get
-slower with it. ``durability="full"`` syncs on every commit, which would stall the loop: there
-every batch goes to the writer.
+up at once and the writer (which waits) takes the batch. It never checkpoints either
+(:mod:`.checkpoints` does, in a thread of its own). ``durability="full"`` syncs on every
+commit, which would stall the loop: there every batch goes to the writer.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from toolbridge._journal.commit import Pending
 
-__all__ = ["CHECKPOINT_EVERY", "INLINE_BATCH", "InlineCommits"]
+__all__ = ["INLINE_BATCH", "InlineCommits"]
 
 INLINE_BATCH = 1
 """The most writes a batch committed on the loop may hold; a larger one goes to the writer.
@@ -31,9 +26,6 @@ A lone write (a caller alone) is cheaper here than a hop to the writer's thread 
 batch (many callers) is better in the writer: sqlite runs there without the GIL, beside the
 loop, on another core. Measured with 32 callers on one stream (async tool): 1,773 calls/s
 with batches of up to 4 committed here, 2,071 with only lone writes, 2,092 with none."""
-
-CHECKPOINT_EVERY = 256
-"""Commits on the loop between two checkpoints (each commit appends a few pages to the log)."""
 
 RunBatch = Callable[[sqlite3.Connection, Sequence[Pending]], None]
 
@@ -50,17 +42,11 @@ def busy(exc: sqlite3.OperationalError) -> bool:
 class InlineCommits:
     """A connection of the loop's own that commits small batches, or declines at once."""
 
-    def __init__(self, path: str | os.PathLike[str], *, checkpoint: Callable[[], None]) -> None:
-        """``checkpoint`` is called every :data:`CHECKPOINT_EVERY` commits, and must not wait;
-        the journal sets :attr:`paused` until the checkpoint it starts is done."""
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self._db = sqlite3.connect(path, isolation_level=None)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=0")
         self._db.execute("PRAGMA wal_autocheckpoint=0")
-        self._checkpoint = checkpoint
-        self._commits = 0
-        self.paused = False
-        """A checkpoint is copying the log: every batch goes to the writer meanwhile."""
 
     def commit(self, run_batch: RunBatch, batch: Sequence[Pending]) -> bool:
         """Commit ``batch`` here with ``run_batch``, unless the writer should.
@@ -72,7 +58,7 @@ class InlineCommits:
             sqlite3.Error: the batch failed for another reason than a busy database (as it
                 would have in the writer).
         """
-        if len(batch) > INLINE_BATCH or self.paused:
+        if len(batch) > INLINE_BATCH:
             return False
         try:
             run_batch(self._db, batch)
@@ -80,9 +66,6 @@ class InlineCommits:
             if not busy(exc):  # a lone step is a deferred transaction: SQLITE_BUSY_SNAPSHOT too
                 raise
             return False
-        self._commits += 1
-        if self._commits % CHECKPOINT_EVERY == 0:
-            self._checkpoint()
         return True
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
 from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
+from toolbridge._journal.checkpoints import Checkpoints
 from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.fences import Fences
 from toolbridge._journal.inline import InlineCommits, busy
@@ -105,6 +106,7 @@ class SQLiteJournal(StepReads):
         self._commits: GroupCommit | None = None
         self._writer: Writer | None = None
         self._inline: InlineCommits | None = None
+        self._checkpoints: Checkpoints | None = None
         self._held = Fences()  # the fence of each run held, and of those left lately
         self.approvals = SQLiteApprovals(lambda: self.db, self._queue)
 
@@ -121,25 +123,23 @@ class SQLiteJournal(StepReads):
             await _into_wal(self._db)
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
+            await self._db.execute("PRAGMA wal_autocheckpoint=0")  # see .checkpoints
             await migrate(self._db, self.path)
             # Writes go through a connection of their own, one function per batch; this one
             # keeps the reads.
             self._writer = Writer(self.path, synchronous=self._durability.upper())
             await self._writer.start()
+            self._checkpoints = Checkpoints(self.path, synchronous=self._durability.upper())
+            await self._checkpoints.start()
             if self._durability == "normal":
-                self._inline = InlineCommits(self.path, checkpoint=self._checkpoint)
+                self._inline = InlineCommits(self.path)
         except BaseException:
             await self._db.close()
             self._db = None
-            if self._writer is not None:
-                await self._writer.stop()
-                self._writer = None
+            await self._stop_threads()
             raise
-        inline = self._inline
-        self._commits = GroupCommit(
-            self._execute_batch,
-            eager=None if inline is None else (lambda batch: inline.commit(self._run_inline, batch)),
-        )
+        eager = None if self._inline is None else self._commit_inline
+        self._commits = GroupCommit(self._execute_batch, eager=eager)
 
     async def close(self) -> None:
         if self._db is None:
@@ -156,14 +156,20 @@ class SQLiteJournal(StepReads):
         except sqlite3.Error as exc:
             log.warning("could not release the runs this journal held: %s", exc)
         finally:
-            if self._writer is not None:
-                await self._writer.stop()
-                self._writer = None
+            await self._stop_threads()
             if self._inline is not None:
                 self._inline.close()
                 self._inline = None
             await self._db.close()
         self._db = None
+
+    async def _stop_threads(self) -> None:
+        if self._writer is not None:
+            await self._writer.stop()
+            self._writer = None
+        if self._checkpoints is not None:
+            await self._checkpoints.stop()
+            self._checkpoints = None
 
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
         return list(await self.db.execute_fetchall(sql, params))
@@ -273,12 +279,21 @@ class SQLiteJournal(StepReads):
     # -- the batch: one transaction, one function in the writer's thread -------------------
 
     def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
-        if self._writer is None:
+        if self._writer is None or self._checkpoints is None:
             raise JournalError("the journal is not open")
-        if self._inline is not None and self._inline.commit(self._run_inline, batch):
+        if self._commit_inline(batch):
             done(None)
             return
+        self._checkpoints.committed()
         self._writer.submit(lambda db: self._run_batch(db, batch), done)
+
+    def _commit_inline(self, batch: Sequence[Pending]) -> bool:
+        """Commit ``batch`` on the loop, unless the writer should (see :mod:`.inline`)."""
+        inline, checkpoints = self._inline, self._checkpoints
+        if inline is None or checkpoints is None or not inline.commit(self._run_inline, batch):
+            return False
+        checkpoints.committed()
+        return True
 
     def _run_inline(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
         """:meth:`_run_batch` on the loop's own connection, which takes lone writes only.
@@ -301,23 +316,6 @@ class SQLiteJournal(StepReads):
             pending.error = _not_entered(run_id)
         elif not db.execute(stmt.UPSERT_STEP, (*pending.params, run_id, held)).rowcount:
             self._taken_over(db, [pending])
-
-    def _checkpoint(self) -> None:
-        """Copy the log into the database file, in the writer's thread (see :mod:`.inline`)."""
-        inline = self._inline
-        if inline is None or self._writer is None:
-            return
-
-        def done(error: BaseException | None) -> None:
-            inline.paused = False
-            if error is not None:  # the next one tries again; nothing is lost meanwhile
-                log.warning("could not checkpoint the journal's log: %s", error)
-
-        try:
-            self._writer.submit(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall(), done)
-        except sqlite3.ProgrammingError:  # the writer stopped: the journal is closing
-            return
-        inline.paused = True
 
     def _run_batch(self, db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
         by_kind: dict[str, list[Pending]] = {}

@@ -6,7 +6,9 @@ statements, ``COMMIT``), and its outcome comes back to the event loop with one
 aiosqlite each statement was a round trip between the loop and its thread.
 
 The thread is a daemon, so a host that forgets to close its bridge still exits; a commit is
-durable once its future resolves, so dying with the thread loses nothing acknowledged.
+durable once its future resolves, so dying with the thread loses nothing acknowledged. The
+journal's checkpoints run in a thread of this kind too, on a connection of their own
+(:mod:`.checkpoints`).
 """
 
 from __future__ import annotations
@@ -34,18 +36,22 @@ class Writer:
     Args:
         path: The database file.
         synchronous: ``NORMAL`` or ``FULL``.
+        name: The thread's name, as debuggers and profilers show it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str, name: str = "toolbridge-journal-writer"
+    ) -> None:
         self._path = path
         self._synchronous = synchronous
+        self._name = name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.connection: sqlite3.Connection | None = None
 
     async def start(self) -> None:
         """Open the connection in the writer's thread (the thread that will use it)."""
-        self._thread = threading.Thread(target=self._work, name="toolbridge-journal-writer", daemon=True)
+        self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
         self._thread.start()
         await self.run(self._connect)
 
@@ -55,6 +61,7 @@ class Writer:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={self._synchronous}")
         db.execute("PRAGMA busy_timeout=5000")
+        db.execute("PRAGMA wal_autocheckpoint=0")  # never inside a commit: see .checkpoints
         self.connection = db
 
     def run(self, job: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
