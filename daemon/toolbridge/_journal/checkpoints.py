@@ -3,18 +3,21 @@
 In WAL mode a commit appends pages to the log, and a checkpoint copies them into the database
 file, syncing the log before and the file after (milliseconds on a real disk). A log can
 start over only once a checkpoint has copied it to its end. Left to itself, SQLite runs the
-checkpoint inside whichever commit takes the log past 1,000 pages; that commit, and every
-call waiting for it, then takes the checkpoint's time. Beside a command flooding the daemon,
-that was most of a quiet command's p99 (`bench/concurrency.py`: 6 to 8.5 ms beside 0.9 ms
-alone; 2.0 ms with no checkpoints at all, and the same on tmpfs, where a sync costs nothing).
+checkpoint inside whichever commit takes the log past 1,000 pages, and that commit, with
+every call waiting for it, takes the checkpoint's time; so did the commits held back while
+the writer's thread checkpointed for the loop's connection. Beside a command flooding the
+daemon, that was most of a quiet command's p99 (``bench/concurrency.py``: 5.4 to 8.5 ms
+beside 0.9 ms alone; 2.0 ms with no checkpoints at all, and on tmpfs, where a sync is free).
 
 So no connection of the journal checkpoints by itself (``wal_autocheckpoint=0``), and every
 :data:`CHECKPOINT_EVERY` commits a connection in a thread of its own runs passive
-checkpoints, which never hold a writer off, until one finds nothing new appended since it
-began: the log has been copied to its end, and the next commit starts it over. Should commits
-keep outrunning it (:data:`PASSES` passes, each finding new pages), one ``RESTART``
-checkpoint copies the last pages while writers wait (a commit on the loop, which never waits,
-hands its batch to the writer's thread meanwhile): the log stays bounded under any load.
+checkpoints, which never hold a writer off, until one finds nothing new appended since the
+one before: the log has been copied to its end, and the next commit starts it over. Should
+commits keep outrunning them (:data:`PASSES` passes, each finding new pages) while the log
+is longer than :data:`LOG_LIMIT`, one ``RESTART`` checkpoint copies the last pages while
+writers wait (a commit on the loop, which never waits, hands its batch to the writer's thread
+meanwhile): the log stays bounded under any load, and writers are held off only under
+steady writes, once in several checkpoints.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sqlite3
 
 from toolbridge._journal.writer import Writer
 
-__all__ = ["CHECKPOINT_EVERY", "PASSES", "RESTART_WAIT_MS", "Checkpoints"]
+__all__ = ["CHECKPOINT_EVERY", "LOG_LIMIT", "PASSES", "RESTART_WAIT_MS", "Checkpoints"]
 
 log = logging.getLogger("toolbridge")
 
@@ -35,6 +38,11 @@ CHECKPOINT_EVERY = 256
 PASSES = 8
 """Passive checkpoints tried, each copying what was appended during the one before, before
 one that holds writers off while it copies the rest."""
+
+LOG_LIMIT = 4096
+"""Pages (16 MiB at SQLite's 4 KiB) past which a log the passive passes could not bring to
+its end is copied to its end while writers wait. Below it, it waits for the next checkpoint:
+under steady writes, that holds them off once in a few checkpoints instead of at each."""
 
 RESTART_WAIT_MS = 100
 """How long the checkpoint that holds writers off waits for a reader of old pages; past it,
@@ -104,10 +112,11 @@ def _checkpoint(db: sqlite3.Connection) -> None:
     # and no commit can start a log over that a reader may still be reading.
     # A pass copies the log as it was when it began (``frames`` counts it then), so the log has
     # been copied to its end when the next pass finds it no longer than that.
-    before = -1
+    before = frames = -1
     for _ in range(PASSES):
         ((busy, frames, copied),) = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         if not busy and copied == frames == before:
             return
         before = copied
-    db.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+    if frames > LOG_LIMIT:
+        db.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
