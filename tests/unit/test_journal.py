@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolbridge import JournalError
-from toolbridge._journal.checkpoints import CHECKPOINT_EVERY
+from toolbridge._journal.checkpoints import CHECKPOINT_EVERY, LOG_LIMIT
 from toolbridge._journal.commit import Pending
 from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import MIGRATIONS
@@ -174,6 +174,12 @@ def log_restarts(journal_path: Path) -> int:
         return int.from_bytes(log.read(16)[12:16], "big")
 
 
+def log_frames_written(journal_path: Path) -> int:
+    """Pages in the log file, however many of them are old (the file is not cut when the
+    log starts over)."""
+    return (Path(f"{journal_path}-wal").stat().st_size - 32) // (4096 + 24)
+
+
 async def checkpoints_done(journal: SQLiteJournal) -> int:
     """Checkpoints finished, once every one started so far has (their thread runs in order)."""
     assert journal._checkpoints is not None
@@ -225,6 +231,40 @@ async def test_the_log_starts_over_while_writes_never_stop(
     assert stop.is_set(), "the log was not started over"
     with sqlite3.connect(journal_path) as db:
         assert db.execute("SELECT count(*) FROM steps").fetchone()[0] == written
+
+
+async def test_a_reader_holding_old_pages_keeps_the_log_and_fails_no_write(
+    journal: SQLiteJournal, journal_path: Path
+) -> None:
+    # Another process paging through a trace holds a snapshot: the log cannot start over
+    # under it. The checkpoint that would hold writers off gives up after RESTART_WAIT_MS,
+    # every write still commits, and the log starts over once the reader is done.
+    reader = sqlite3.connect(journal_path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM steps").fetchall()
+    restarted = log_restarts(journal_path)
+    seq = 0
+
+    async def write() -> None:
+        nonlocal seq
+        seq += 1
+        rec = step("r", f"k{seq}", seq)
+        rec.complete('"done"')
+        await journal.write(rec)
+        await asyncio.sleep(0)
+
+    try:
+        while log_frames_written(journal_path) <= LOG_LIMIT + 4 * CHECKPOINT_EVERY:  # past the limit
+            await write()
+        await checkpoints_done(journal)
+        assert log_restarts(journal_path) == restarted
+    finally:
+        reader.close()
+    while log_restarts(journal_path) == restarted:
+        assert seq <= 40 * CHECKPOINT_EVERY, "the log was not started over once the reader was done"
+        await write()
+    with sqlite3.connect(journal_path) as db:
+        assert db.execute("SELECT count(*) FROM steps").fetchone()[0] == seq
 
 
 async def test_no_commit_checkpoints_and_none_waits_for_a_checkpoint(journal: SQLiteJournal) -> None:

@@ -44,9 +44,10 @@ LOG_LIMIT = 4096
 its end is copied to its end while writers wait. Below it, it waits for the next checkpoint:
 under steady writes, that holds them off once in a few checkpoints instead of at each."""
 
-RESTART_WAIT_MS = 100
-"""How long the checkpoint that holds writers off waits for a reader of old pages; past it,
-it gives up and the next one tries again."""
+RESTART_WAIT_MS = 20
+"""How long the checkpoint that holds writers off waits, for the write lock and then (holding
+it) for a reader of old pages, such as another process paging through a trace; past it, it
+gives up and a later one tries again (the log grows meanwhile, nothing else)."""
 
 
 class Checkpoints:
