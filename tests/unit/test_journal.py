@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import WAIT
 from toolbridge import JournalError
 from toolbridge._journal.checkpoints import CHECKPOINT_EVERY, LOG_LIMIT
 from toolbridge._journal.commit import Pending
@@ -18,8 +19,6 @@ from toolbridge._journal.inline import InlineCommits
 from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
-
-WAIT = 30.0
 
 
 def step(run_id: str, key: str, seq: int) -> StepRecord:
@@ -279,7 +278,7 @@ async def test_no_commit_checkpoints_and_none_waits_for_a_checkpoint(journal: SQ
     # The checkpoints' thread held as long as a slow disk would hold it: commits, on the loop
     # and in the writer's thread, go on meanwhile.
     release = threading.Event()
-    held = journal._checkpoints._thread.run(lambda db: release.wait(30))
+    held = journal._checkpoints._thread.run(lambda db: release.wait(WAIT))
     try:
 
         async def write(seq: int) -> None:
