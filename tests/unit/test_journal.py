@@ -205,6 +205,27 @@ async def test_a_callers_writes_are_checkpointed_into_the_database_file_and_the_
     assert journal_path.stat().st_size > migrated + 8 * 4096  # the steps' pages, copied
 
 
+async def test_with_full_durability_every_commit_is_the_writers_and_the_log_starts_over(
+    journal_path: Path,
+) -> None:
+    # durability="full" syncs every commit, so none is made on the loop: the writer's
+    # commits are counted for the checkpoints alone.
+    journal = SQLiteJournal(journal_path, durability="full")
+    await journal.open()
+    try:
+        assert journal._inline is None
+        await journal.enter_run("r", lease=30)
+        restarted, seq = log_restarts(journal_path), 0
+        while log_restarts(journal_path) < restarted + 2:
+            seq += 1
+            assert seq <= 20 * CHECKPOINT_EVERY, "the log was not started over"
+            rec = step("r", f"k{seq}", seq)
+            rec.complete('"done"')
+            await journal.write(rec)
+    finally:
+        await journal.close()
+
+
 async def test_the_log_starts_over_while_writes_never_stop(
     journal: SQLiteJournal, journal_path: Path
 ) -> None:

@@ -12,12 +12,13 @@ beside 0.9 ms alone; 2.0 ms with no checkpoints at all, and on tmpfs, where a sy
 So no connection of the journal checkpoints by itself (``wal_autocheckpoint=0``), and every
 :data:`CHECKPOINT_EVERY` commits a connection in a thread of its own runs passive
 checkpoints, which never hold a writer off, until one finds nothing new appended since the
-one before: the log has been copied to its end, and the next commit starts it over. Should
-commits keep outrunning them (:data:`PASSES` passes, each finding new pages) while the log
-is longer than :data:`LOG_LIMIT`, one ``RESTART`` checkpoint copies the last pages while
-writers wait (a commit on the loop, which never waits, hands its batch to the writer's thread
-meanwhile): the log stays bounded under any load, and writers are held off only under
-steady writes, once in several checkpoints.
+one before: the log has been copied to its end, and the next write transaction to begin
+starts it over. Whenever the log is still longer than :data:`LOG_LIMIT` after that (commits
+kept outrunning :data:`PASSES` passes, or a transaction that began before the end was copied
+went on appending), one ``RESTART`` checkpoint copies the last pages while writers wait (a
+commit on the loop, which never waits, hands its batch to the writer's thread meanwhile) and
+starts it over itself: the log stays bounded under any load, and writers are held off only
+under steady writes, once in several checkpoints.
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def _checkpoint(db: sqlite3.Connection) -> None:
     for _ in range(PASSES):
         ((busy, frames, copied),) = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         if not busy and copied == frames == before:
-            return
+            break
         before = copied
+    # Copied to its end is not always started over: only a write transaction that begins
+    # after that does it, and one already open (the writer's, syncing under "full") does not.
+    # A log that has grown past the limit all the same is started over here.
     if frames > LOG_LIMIT:
         db.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
