@@ -186,21 +186,30 @@ async def checkpoints_done(journal: SQLiteJournal) -> int:
     return journal._checkpoints.done
 
 
+async def write_until_the_log_starts_over(
+    journal: SQLiteJournal, journal_path: Path, times: int, seq: int = 0
+) -> int:
+    """Write steps one after another (from ``seq + 1`` on) until the log has started over
+    ``times`` times; fail after ``20 * CHECKPOINT_EVERY`` writes. Returns the last ``seq``."""
+    restarted, last = log_restarts(journal_path), seq + 20 * CHECKPOINT_EVERY
+    while log_restarts(journal_path) < restarted + times:
+        seq += 1
+        assert seq <= last, "the log was not started over"
+        rec = step("r", f"k{seq}", seq)
+        rec.complete('"done"')
+        await journal.write(rec)
+        await asyncio.sleep(0)  # a caller's next call comes in a later turn of the loop
+    return seq
+
+
 async def test_a_callers_writes_are_checkpointed_into_the_database_file_and_the_log_starts_over(
     journal: SQLiteJournal,
     journal_path: Path,
 ) -> None:
     # A caller alone commits each write on the loop, which never checkpoints: unless the
     # checkpoints' thread does, the log takes every page for as long as the daemon runs.
-    migrated, restarted = journal_path.stat().st_size, log_restarts(journal_path)
-    seq = 0
-    while log_restarts(journal_path) < restarted + 2:
-        seq += 1
-        assert seq <= 20 * CHECKPOINT_EVERY, "the log was not started over"
-        rec = step("r", f"k{seq}", seq)
-        rec.complete('"done"')
-        await journal.write(rec)
-        await asyncio.sleep(0)  # a caller's next call comes in a later turn of the loop
+    migrated = journal_path.stat().st_size
+    await write_until_the_log_starts_over(journal, journal_path, 2)
     assert await checkpoints_done(journal) >= 2
     assert journal_path.stat().st_size > migrated + 8 * 4096  # the steps' pages, copied
 
@@ -215,13 +224,7 @@ async def test_with_full_durability_every_commit_is_the_writers_and_the_log_star
     try:
         assert journal._inline is None
         await journal.enter_run("r", lease=30)
-        restarted, seq = log_restarts(journal_path), 0
-        while log_restarts(journal_path) < restarted + 2:
-            seq += 1
-            assert seq <= 20 * CHECKPOINT_EVERY, "the log was not started over"
-            rec = step("r", f"k{seq}", seq)
-            rec.complete('"done"')
-            await journal.write(rec)
+        await write_until_the_log_starts_over(journal, journal_path, 2)
     finally:
         await journal.close()
 
@@ -280,9 +283,7 @@ async def test_a_reader_holding_old_pages_keeps_the_log_and_fails_no_write(
         assert log_restarts(journal_path) == restarted
     finally:
         reader.close()
-    while log_restarts(journal_path) == restarted:
-        assert seq <= 40 * CHECKPOINT_EVERY, "the log was not started over once the reader was done"
-        await write()
+    seq = await write_until_the_log_starts_over(journal, journal_path, 1, seq)  # the reader is done
     with sqlite3.connect(journal_path) as db:
         assert db.execute("SELECT count(*) FROM steps").fetchone()[0] == seq
 
