@@ -20,7 +20,10 @@ the run holds only what replay needs to answer at once:
   again exactly.
 
 Entering a run reads its first :data:`RECORDS_KEPT` steps and the keys of the others, a page
-at a time: a run of a million steps is never loaded whole.
+at a time: a run of a million steps is never loaded whole. A replay asks for its steps again in
+about the order they were recorded, so a step read back from the journal brings the
+:data:`READ_AHEAD` recorded after it along: replaying a long run reads the disk once per page,
+not once per step.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ RECORDS_KEPT = 1024
 
 PAGE = 10_000
 """Keys read from the journal at a time (entering a run, marking steps stale)."""
+
+READ_AHEAD = 256
+"""Steps read along with one read back from the journal: those recorded right after it."""
 
 
 class RunState:
@@ -101,8 +107,12 @@ class RunState:
         # nobody asked for again are marked stale.
         self._entered_seq = 0
         self._claimed = SeqSet()
+        # Steps recorded before the run was entered that were looked up since: they may have
+        # been written since (claimed, run again, marked stale), so reading ahead leaves them
+        # to a read of their own, which sees a write not yet committed (see _read_ahead).
+        self._looked_up = SeqSet()
         self._seq = itertools.count(1)
-        self.reads = 0  # records read back from the journal (for tests and benchmarks)
+        self.reads = 0  # reads of the journal for records (for tests and benchmarks)
         # Set once another daemon took the run over (see Runs): nothing more runs here, and
         # the run's commands are stopped.
         self.lost: RunLeaseLostError | None = None
@@ -175,18 +185,39 @@ class RunState:
     async def lookup(self, key: str) -> StepRecord | None:
         """The record of ``key``: from memory, else from the journal if it may be there."""
         rec = self.record(key)
-        if rec is not None or key == self._absent:
-            return rec
-        if key not in self._recorded:
-            self._absent = key  # a fresh call's key is looked up twice: counted, then claimed
-            return None
-        read = await self.journal.load_step(self.run_id, key)
-        self.reads += 1
-        rec = self.record(key)  # recorded here while we read: that one is the newer
-        if rec is None and read is not None:
-            self._remember(read)
-            rec = read
+        if rec is None:
+            if key == self._absent:
+                return None
+            if key not in self._recorded:
+                self._absent = key  # a fresh call's key is looked up twice: counted, then claimed
+                return None
+            read = await self.journal.load_step(self.run_id, key)
+            self.reads += 1
+            rec = self.record(key)  # recorded here while we read: that one is the newer
+            if rec is None and read is not None:
+                self._remember(read)
+                rec = read
+                if read.seq <= self._entered_seq:
+                    await self._read_ahead(read.seq)
+        if rec is not None and rec.seq <= self._entered_seq:
+            self._looked_up.add(rec.seq)
         return rec
+
+    async def _read_ahead(self, after: int) -> None:
+        """Remember the steps recorded after step ``after`` before the run was entered.
+
+        Only those nobody has looked up since the run was entered: their journal rows are
+        their last writes. A step looked up may have a write still queued, which only
+        :meth:`Journal.load_step` sees.
+        """
+        page = await self.journal.load_steps(self.run_id, after=after, limit=min(READ_AHEAD, self._keep))
+        self.reads += 1
+        for rec in page:
+            if rec.seq > self._entered_seq:
+                break  # recorded since the run was entered: never read ahead
+            if rec.seq in self._looked_up or rec.key in self._live or rec.key in self._done:
+                continue
+            self._remember(rec)
 
     async def claim(self, key: str, *, by: KeyCounter | None = None) -> StepRecord | None:
         """Note that ``key`` was asked for (through ``by``), and return its record if there is one.
@@ -291,7 +322,7 @@ class RunState:
     @property
     def nbytes(self) -> int:
         """The memory of the run's compact structures (the key filter, the asked marks)."""
-        return self._recorded.nbytes + self._claimed.nbytes
+        return self._recorded.nbytes + self._claimed.nbytes + self._looked_up.nbytes
 
     # -- work -----------------------------------------------------------------------------
 
