@@ -27,6 +27,13 @@ def step(run_id: str, key: str, seq: int) -> StepRecord:
     )
 
 
+async def write_completed(journal: SQLiteJournal, key: str, seq: int, output: str = '"done"') -> None:
+    """Write a completed step of run "r" and wait for its commit."""
+    rec = step("r", key, seq)
+    rec.complete(output)
+    await journal.write(rec)
+
+
 @pytest.fixture
 async def journal(journal_path: Path) -> AsyncIterator[SQLiteJournal]:
     """A journal open on a new file, with run "r" entered; closed after the test."""
@@ -195,9 +202,7 @@ async def write_until_the_log_starts_over(
     while log_restarts(journal_path) < restarted + times:
         seq += 1
         assert seq <= last, "the log was not started over"
-        rec = step("r", f"k{seq}", seq)
-        rec.complete('"done"')
-        await journal.write(rec)
+        await write_completed(journal, f"k{seq}", seq)
         await asyncio.sleep(0)  # a caller's next call comes in a later turn of the loop
     return seq
 
@@ -243,9 +248,7 @@ async def test_the_log_starts_over_while_writes_never_stop(
         for seq in range(20 * CHECKPOINT_EVERY):
             if stop.is_set():
                 return
-            rec = step("r", f"w{number}-{seq}", seq)
-            rec.complete('"' + "x" * 500 + '"')
-            await journal.write(rec)
+            await write_completed(journal, f"w{number}-{seq}", seq, '"' + "x" * 500 + '"')
             written += 1
             if log_restarts(journal_path) >= restarted + 2:
                 stop.set()
@@ -271,9 +274,7 @@ async def test_a_reader_holding_old_pages_keeps_the_log_and_fails_no_write(
     async def write() -> None:
         nonlocal seq
         seq += 1
-        rec = step("r", f"k{seq}", seq)
-        rec.complete('"done"')
-        await journal.write(rec)
+        await write_completed(journal, f"k{seq}", seq)
         await asyncio.sleep(0)
 
     try:
@@ -302,16 +303,11 @@ async def test_no_commit_checkpoints_and_none_waits_for_a_checkpoint(journal: SQ
     release = threading.Event()
     held = journal._checkpoints._thread.run(lambda db: release.wait(WAIT))
     try:
-
-        async def write(seq: int) -> None:
-            rec = step("r", f"h{seq}", seq)
-            rec.complete('"done"')
-            await journal.write(rec)
-
         for seq in range(CHECKPOINT_EVERY + 1):  # lone writes, one of them starting a checkpoint
-            await asyncio.wait_for(write(seq), WAIT)
+            await asyncio.wait_for(write_completed(journal, f"h{seq}", seq), WAIT)
         batch = range(CHECKPOINT_EVERY + 1, 3 * CHECKPOINT_EVERY)
-        await asyncio.wait_for(asyncio.gather(*(write(seq) for seq in batch)), WAIT)
+        writes = (write_completed(journal, f"h{seq}", seq) for seq in batch)
+        await asyncio.wait_for(asyncio.gather(*writes), WAIT)
         assert not held.done()
     finally:
         release.set()
