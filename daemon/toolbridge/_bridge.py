@@ -330,6 +330,7 @@ class Bridge:
         """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
             await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
+            await self._runs.close()
             await self._sidecar.close()
         finally:
             self._shutdown.remove()

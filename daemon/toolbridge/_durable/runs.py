@@ -114,10 +114,18 @@ class Runs:
         return state
 
     def _renew_while_open(self, state: RunState) -> None:
+        # Not among the background calls: shutdown waits for calls, and a renewal never ends
+        # by itself (a bridge closing with a run open would wait out its whole grace).
         task = asyncio.ensure_future(self._renew(state))
         self._renewals[state.run_id] = task
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Stop renewing the leases of runs still open (the bridge is closing)."""
+        renewals = list(self._renewals.values())
+        self._renewals.clear()
+        for task in renewals:
+            task.cancel()
+        await asyncio.gather(*renewals, return_exceptions=True)
 
     async def _renew(self, state: RunState) -> None:
         while True:
@@ -170,10 +178,11 @@ class Runs:
     async def session(self, run_id: str) -> AsyncIterator[RunState]:
         """Enter ``run_id`` for the block; its outcome is the run's.
 
-        A block that raises ``RunWaiting`` leaves the run open for the next entry (a call
-        waits on a person); any other exception records the run as failed; a block that
-        ends records it as completed, and when it was the run's last entry, marks the steps
-        that nobody asked for again as stale (other entries may still ask for them).
+        A block that raises ``RunWaiting`` or is cancelled leaves the run open for the next
+        entry (a call waits on a person; a replay finishes it); any other exception records
+        the run as failed; a block that ends records it as completed, and when it was the
+        run's last entry, marks the steps that nobody asked for again as stale (other entries
+        may still ask for them).
         """
         span = tracing.run_trace(run_id)
         try:
@@ -185,6 +194,11 @@ class Runs:
                 raise
             except Exception as exc:
                 await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            except BaseException:
+                # Cancelled (the bridge is stopping, or the host gave up on the block): the
+                # run stays running for a replay, and its lease goes at once.
+                await self.leave(state, None, suspend=True)
                 raise
             else:
                 if state.entries == 1:
