@@ -17,10 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import logging
 import math
+import os
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from toolbridge._durable import tracing
@@ -28,6 +31,7 @@ from toolbridge._durable.runstate import RunState
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
+from toolbridge._secrets import SecretBox, key_file_beside
 
 __all__ = ["Runs"]
 
@@ -51,12 +55,19 @@ class Runs:
         background: Tool calls that outlive their askers; the bridge cancels them on close.
             Lease renewals run there too, so that closing the bridge stops them.
         lease: Seconds the bridge's hold on an open run lasts without renewal.
+        secrets: The host's key for secrets in steps; by default the one beside the journal.
     """
 
     def __init__(
-        self, journal: Journal, background: set[asyncio.Future[Any]], *, lease: float = 30.0
+        self,
+        journal: Journal,
+        background: set[asyncio.Future[Any]],
+        *,
+        lease: float = 30.0,
+        secrets: SecretBox | None = None,
     ) -> None:
         self._journal = journal
+        self._secrets = secrets
         self._background = background
         self._lease = check_lease(lease)
         self._open: dict[str, RunState] = {}
@@ -72,6 +83,13 @@ class Runs:
         """Seconds the bridge's hold on an open run lasts without renewal."""
         return self._lease
 
+    @property
+    def secrets(self) -> SecretBox:
+        """The host's key for secrets, loaded (or created beside the journal) on first use."""
+        if self._secrets is None:
+            self._secrets = default_secrets(self._journal)
+        return self._secrets
+
     def get(self, run_id: str) -> RunState | None:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)
@@ -86,6 +104,7 @@ class Runs:
         if state is None:
             asked = time.monotonic()
             loaded = RunState(run_id, self._journal, self._background)
+            loaded.secrets = self.secrets
             recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
             try:
                 await loaded.load(recorded)  # complete before anyone can ask it for a step
@@ -212,3 +231,19 @@ class Runs:
             raise
         finally:
             span.end()
+
+
+def default_secrets(journal: Journal) -> SecretBox:
+    """The key beside a SQLite journal; for PostgreSQL, one per journal in the user's state folder.
+
+    Hosts sharing a PostgreSQL journal must share a key: give each ``Bridge(secret_key=...)``.
+    """
+    path = getattr(journal, "path", None)
+    if path is not None:
+        return SecretBox.from_file(key_file_beside(path))
+    location = getattr(journal, "location", None)
+    if not location:
+        return SecretBox.ephemeral()  # nothing is recorded, so nothing must open later
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "toolbridge"
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return SecretBox.from_file(state / f"journal-{hashlib.sha256(location.encode()).hexdigest()[:16]}.key")

@@ -44,6 +44,7 @@ from toolbridge._futures import fail_unawaited
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
+from toolbridge._secrets import SecretBox
 
 if TYPE_CHECKING:  # a counter asks its run; the run only tells it the numbers of its steps
     from toolbridge._durable.keycounter import KeyCounter
@@ -87,6 +88,8 @@ class RunState:
             raise ValueError(f"a run keeps at least one record in memory, not {keep}")
         self.run_id = run_id
         self.journal = journal
+        self.secrets = SecretBox.ephemeral()
+        """The host's key for secrets in this run's steps (set by ``Runs`` when it enters the run)."""
         self.start_records = StartRecords(journal)  # calls journaled as running once slow
         # Shielded work outlives its askers; the bridge cancels what is left when it closes.
         self._background = background if background is not None else set()
