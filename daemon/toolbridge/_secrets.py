@@ -22,7 +22,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["SEALED_PREFIX", "SecretBox", "key_file_beside"]
+__all__ = ["SEALED_PREFIX", "SecretBox", "key_file_beside", "state_dir"]
 
 KEY_BYTES = 32
 SEALED_PREFIX = "aesgcm:"
@@ -110,6 +110,11 @@ class SecretBox:
                 "a sealed secret in the journal does not open with this host's key: give the bridge "
                 "the key it was sealed with (secret_key=, or the .key file beside the journal)"
             ) from None
+
+
+def state_dir() -> Path:
+    """The user's toolbridge state folder (the key of a PostgreSQL journal without one given)."""
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "toolbridge"
 
 
 def key_file_beside(journal_path: str | os.PathLike[str]) -> Path:

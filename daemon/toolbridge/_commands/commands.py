@@ -235,6 +235,7 @@ async def execute_command(
                 read_only_paths=services.runtime.read_only_paths,
                 writable_paths=[*writable, *(replay.writable_paths if replay else [])],
                 socket_dir=socket_dir,
+                hidden_paths=services.state_paths,
             )
             outcome = await services.launcher.run(spec, scope.stop)
         if replay is not None:

@@ -20,10 +20,8 @@ import functools
 import hashlib
 import logging
 import math
-import os
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from toolbridge._durable import tracing
@@ -31,7 +29,7 @@ from toolbridge._durable.runstate import RunState
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
-from toolbridge._secrets import SecretBox, key_file_beside
+from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 
 __all__ = ["Runs"]
 
@@ -244,6 +242,6 @@ def default_secrets(journal: Journal) -> SecretBox:
     location = getattr(journal, "location", None)
     if not location:
         return SecretBox.ephemeral()  # nothing is recorded, so nothing must open later
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "toolbridge"
+    state = state_dir()
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
     return SecretBox.from_file(state / f"journal-{hashlib.sha256(location.encode()).hexdigest()[:16]}.key")

@@ -49,6 +49,7 @@ from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.checkpoints import Checkpoints
 from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.fences import Fences
+from toolbridge._journal.files import check_schema, prepare_file, sqlite_error
 from toolbridge._journal.inline import InlineCommits, busy
 from toolbridge._journal.migrations import migrate
 from toolbridge._journal.stepreads import StepReads
@@ -117,9 +118,11 @@ class SQLiteJournal(StepReads):
         return self._db
 
     async def open(self) -> None:
+        await prepare_file(self.path)  # created 0600 and whole, or checked to be a journal
         # Autocommit mode: the group commit and the migrations write in explicit transactions.
         self._db = await _daemon_thread(aiosqlite.connect(self.path, isolation_level=None))
         try:
+            await check_schema(self._db, self.path)
             await _into_wal(self._db)
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
@@ -133,10 +136,12 @@ class SQLiteJournal(StepReads):
             await self._checkpoints.start()
             if self._durability == "normal":
                 self._inline = InlineCommits(self.path)
-        except BaseException:
+        except BaseException as exc:
             await self._db.close()
             self._db = None
             await self._stop_threads()
+            if isinstance(exc, sqlite3.Error):
+                raise sqlite_error(self.path, exc, "opening") from exc
             raise
         eager = None if self._inline is None else self._commit_inline
         self._commits = GroupCommit(self._execute_batch, eager=eager)
