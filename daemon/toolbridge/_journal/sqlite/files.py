@@ -25,7 +25,7 @@ from pathlib import Path
 import aiosqlite
 
 from toolbridge._errors import JournalError
-from toolbridge._journal.migrations import LEGACY_VERSIONS, migrate
+from toolbridge._journal.sqlite.migrations import LEGACY_VERSIONS, migrate
 
 __all__ = ["DAMAGED_HINT", "check_schema", "prepare_file", "sqlite_error"]
 
