@@ -179,7 +179,13 @@ class SQLiteJournal(SQLJournal):
             self._checkpoints = None
 
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
-        return list(await self.db.execute_fetchall(sql, params))
+        try:
+            return list(await self.db.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:  # a damaged page met mid-run: name the file, say what to do
+            raise sqlite_error(self.path, exc, "reading") from exc
+
+    def _named(self, exc: BaseException | None) -> BaseException | None:
+        return sqlite_error(self.path, exc, "writing") if isinstance(exc, sqlite3.Error) else exc
 
     def _host_now(self) -> int:
         # One file, one host: the leases run on its clock (read through this module, where
@@ -196,11 +202,15 @@ class SQLiteJournal(SQLJournal):
     def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
         if self._writer is None or self._checkpoints is None:
             raise JournalError("the journal is not open")
-        if self._commit_inline(batch):
+        try:
+            inline = self._commit_inline(batch)
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc, "writing") from exc
+        if inline:
             done(None)
             return
         self._checkpoints.committed()
-        self._writer.submit(lambda db: self._run_batch(db, batch), done)
+        self._writer.submit(lambda db: self._run_batch(db, batch), lambda exc: done(self._named(exc)))
 
     def _commit_inline(self, batch: Sequence[Pending]) -> bool:
         """Commit ``batch`` on the loop, unless the writer should (see :mod:`.inline`)."""

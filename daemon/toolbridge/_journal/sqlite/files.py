@@ -27,7 +27,7 @@ import aiosqlite
 from toolbridge._errors import JournalError
 from toolbridge._journal.sqlite.migrations import LEGACY_VERSIONS, migrate
 
-__all__ = ["DAMAGED_HINT", "check_schema", "prepare_file", "sqlite_error"]
+__all__ = ["DAMAGED_HINT", "SQLITE_HEADER", "check_schema", "prepare_file", "sqlite_error"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SIDE_FILES = ("-wal", "-shm", "-journal")
