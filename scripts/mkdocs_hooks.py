@@ -8,6 +8,8 @@
   that no page under ``docs/reference/`` documents with a ``::: module.Name`` entry gets one on
   the page holding ``<!-- toolbridge:unsorted -->``, so a public name added by anyone is in the
   site at once (``tests/docs/test_site.py`` checks the whole mapping).
+- The benchmark figures (``<!-- toolbridge:bench-results -->``): ``bench/results.md`` as the
+  last ``make bench`` wrote it, its headings moved one level down under the page's own.
 - The nav: a page added under ``docs/guides/`` and not yet listed in ``mkdocs.yml`` is appended
   to the Guides section, so a guide is never built unreachable.
 
@@ -195,6 +197,23 @@ def proto_markdown() -> str:
     return "\n".join(lines)
 
 
+# -- the benchmark figures ---------------------------------------------------------------------
+
+
+def bench_results_markdown() -> str:
+    """``bench/results.md`` without its title, each heading one level deeper."""
+    lines = (ROOT / "bench" / "results.md").read_text().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    in_fence = False
+    shifted: list[str] = []
+    for line in lines:
+        if line.startswith("```"):
+            in_fence = not in_fence
+        shifted.append("#" + line if line.startswith("#") and not in_fence else line)
+    return "\n".join(shifted)
+
+
 # -- the nav -------------------------------------------------------------------------------------
 
 
@@ -238,6 +257,7 @@ _MARKERS = {
     "<!-- toolbridge:cli -->": cli_markdown,
     "<!-- toolbridge:proto -->": proto_markdown,
     "<!-- toolbridge:unsorted -->": _unsorted_markdown,
+    "<!-- toolbridge:bench-results -->": bench_results_markdown,
 }
 
 

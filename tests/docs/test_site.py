@@ -113,3 +113,23 @@ def test_the_contract_reference_covers_every_element() -> None:
         fields = re.findall(r"^\s*(?:repeated )?[\w.]+ (\w+) = (\d+);", text, re.MULTILINE)
         for field, number in fields:
             assert f"| `{field} = {number}` |" in page, field
+
+
+def test_every_limit_and_error_type_is_in_the_one_table() -> None:
+    import dataclasses
+
+    from toolbridge import SandboxLimits, ToolbridgeError, ToolOptions
+
+    page = (DOCS / "reference" / "limits-and-errors.md").read_text()
+    for options in (ToolOptions, SandboxLimits):
+        for option in dataclasses.fields(options):
+            assert f"`{option.name}`" in page, f"{options.__name__}.{option.name}"
+    toolbridge = importlib.import_module("toolbridge")
+    for name in toolbridge.__all__:
+        obj = getattr(toolbridge, name)
+        if isinstance(obj, type) and issubclass(obj, ToolbridgeError):
+            assert f"| `{name}` |" in page, name
+    # Every error type the daemon reports to a sandbox by name (`type="..."`).
+    source = "\n".join(path.read_text() for path in (ROOT / "daemon" / "toolbridge").rglob("*.py"))
+    for reported in set(re.findall(r'\btype="([A-Z]\w+)"', source)):
+        assert f"`{reported}`" in page, reported
