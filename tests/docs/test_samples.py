@@ -6,7 +6,8 @@ in a fresh directory, against a real bridge, a real SQLite journal and real sand
 commands (bubblewrap where the sample asks for it; a throwaway PostgreSQL cluster for the
 ``postgresql_*`` samples, whose URL they read from ``TOOLBRIDGE_JOURNAL``). A sample checks
 its own outcome with ``assert``, so a renamed API or a changed behaviour fails here, naming
-the sample. Files under ``examples/docs/sandbox/`` are the sandbox side, run by the samples.
+the sample; where ``x.out`` sits beside ``x.py``, the sample's output must be exactly that. Files
+under ``examples/docs/sandbox/`` are the sandbox side, run by the samples.
 """
 
 from __future__ import annotations
@@ -55,3 +56,6 @@ def test_the_sample_runs(sample: Path, tmp_path: Path, request: pytest.FixtureRe
         check=False,
     )
     assert done.returncode == 0, f"{sample.name} failed:\n{done.stdout}\n{done.stderr}"
+    expected = sample.with_suffix(".out")
+    if expected.exists():
+        assert done.stdout == expected.read_text()

@@ -88,7 +88,8 @@ def test_every_sample_is_shown_on_a_page() -> None:
     for page in DOCS.rglob("*.md"):
         included |= set(re.findall(r'--8<-- "(examples/docs/[^":]+)', page.read_text()))
     samples = {path.relative_to(ROOT).as_posix() for path in SAMPLES.rglob("*") if path.is_file()}
-    samples = {sample for sample in samples if "__pycache__" not in sample}
+    # A sample's expected output (x.out) is checked by test_samples.py, not shown.
+    samples = {sample for sample in samples if "__pycache__" not in sample and not sample.endswith(".out")}
     assert samples - included == set(), "samples no page shows"
     assert included - samples == set(), "pages include samples that do not exist"
 
@@ -133,3 +134,16 @@ def test_every_limit_and_error_type_is_in_the_one_table() -> None:
     source = "\n".join(path.read_text() for path in (ROOT / "daemon" / "toolbridge").rglob("*.py"))
     for reported in set(re.findall(r'\btype="([A-Z]\w+)"', source)):
         assert f"`{reported}`" in page, reported
+
+
+def test_the_readme_is_a_front_page_whose_example_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    # The example is the sample test_samples.py runs (and checks the output of), verbatim.
+    example = (SAMPLES / "readme_example.py").read_text()
+    assert f"```python\n{example}```" in readme
+    assert "make demo" in readme
+    assert "make test" in readme
+    # Its links into the site point at pages that exist.
+    for target in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / target).exists(), target
