@@ -1,3 +1,4 @@
+# docs-sample: run by tests/e2e/test_cli_tools.py
 """The module `toolbridge call` and `toolbridge definitions` load as shop_tools:bridge."""
 
 from typing import Any

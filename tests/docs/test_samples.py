@@ -7,7 +7,9 @@ commands (bubblewrap where the sample asks for it; a throwaway PostgreSQL cluste
 ``postgresql_*`` samples, whose URL they read from ``TOOLBRIDGE_JOURNAL``). A sample checks
 its own outcome with ``assert``, so a renamed API or a changed behaviour fails here, naming
 the sample; where ``x.out`` sits beside ``x.py``, the sample's output must be exactly that. Files
-under ``examples/docs/sandbox/`` are the sandbox side, run by the samples.
+under ``examples/docs/sandbox/`` are the sandbox side, run by the samples. A sample that is not a
+program of its own (a module another test imports and runs its own way) says so on its first
+line, ``# docs-sample: run by tests/...``, naming that test; it is skipped here.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ def test_there_are_samples() -> None:
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES.glob("*.py")), ids=lambda path: path.name)
 def test_the_sample_runs(sample: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    first_line = sample.read_text().partition("\n")[0]
+    if first_line.startswith("# docs-sample: run by "):
+        runner = first_line.removeprefix("# docs-sample: run by ").strip()
+        assert (SAMPLES.parents[1] / runner.split("::")[0]).exists(), f"{sample.name}: no {runner}"
+        pytest.skip(f"run by {runner}")
     env = {key: value for key, value in os.environ.items() if not key.startswith("TOOLBRIDGE_JOURNAL")}
     if sample.name.startswith("postgresql_"):
         cluster: Cluster = request.getfixturevalue("pg_cluster")
@@ -55,7 +62,10 @@ def test_the_sample_runs(sample: Path, tmp_path: Path, request: pytest.FixtureRe
         timeout=110,
         check=False,
     )
-    assert done.returncode == 0, f"{sample.name} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, (
+        f"{sample.name} failed as a program (a module run by another test says so on its first line:"
+        f" '# docs-sample: run by tests/...'):\n{done.stdout}\n{done.stderr}"
+    )
     expected = sample.with_suffix(".out")
     if expected.exists():
         assert done.stdout == expected.read_text()

@@ -49,12 +49,32 @@ def test_a_new_public_name_gets_an_entry_without_editing_the_docs(monkeypatch: p
     assert "::: toolbridge.brand_new_name" in page
 
 
-def test_every_reference_entry_names_a_public_name() -> None:
+def _resolve(path: str) -> Any:
+    module_name, _, rest = path.partition(".")
+    obj: Any = importlib.import_module(module_name)
+    for part in rest.split("."):
+        obj = getattr(obj, part) if hasattr(obj, part) else importlib.import_module(f"{obj.__name__}.{part}")
+    return obj
+
+
+def _reachable_from_public(obj: Any) -> bool:
+    """Whether ``obj`` is a public name, or a member of one (``tool.step`` is ``_ToolFactory.step``)."""
+    target = getattr(obj, "__func__", obj)
+    for qualified in mkdocs_hooks.public_names():
+        public = _resolve(qualified)
+        if public is obj:
+            return True
+        for member in dir(public):
+            if getattr(getattr(public, member, None), "__func__", None) is target:
+                return True
+    return False
+
+
+def test_every_reference_entry_names_a_public_name_or_a_member_of_one() -> None:
     # mkdocstrings fails the build on a name that does not exist; this catches one that still
     # exists but left the public surface (a private module's class documented as public).
-    public = set(mkdocs_hooks.public_names())
-    stale = {name: str(page) for name, page in mkdocs_hooks.documented_names().items() if name not in public}
-    assert stale == {}
+    stale = [name for name in mkdocs_hooks.documented_names() if not _reachable_from_public(_resolve(name))]
+    assert stale == []
 
 
 def test_every_public_name_has_a_docstring() -> None:
