@@ -195,7 +195,7 @@ def _cgroups() -> Check:
 
 
 def _cache_dir() -> Path:
-    """Where the daemon caches sandbox runtimes (as the README says)."""
+    """Where the daemon caches sandbox runtimes (as docs/get-started/install.md says)."""
     configured = os.environ.get("TOOLBRIDGE_RUNTIME_DIR")
     if configured:
         return Path(configured)
