@@ -23,7 +23,7 @@ const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpSt
   require("./grpc");
 const { connectionFailure, secureSocket } = require("./tls");
 
-const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_FLOW_CONTROL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
 /** What this side reads per stream and per connection before the daemon must wait. */
 const RECEIVE_WINDOW = 4 * 1024 * 1024;
 /**
@@ -132,6 +132,12 @@ class Call {
   _closed() {
     if (this.finished) return;
     const { rstCode } = this.stream;
+    if (rstCode === NGHTTP2_FLOW_CONTROL_ERROR) {
+      // nghttp2 resets the stream when a SETTINGS change pushes its window past 2^31-1; RFC
+      // 9113 (6.9.2) makes that the connection's error, and so does this client: a peer whose
+      // flow control is broken gets no more calls on this connection.
+      this.session.abandon("HTTP/2 flow control broke (FLOW_CONTROL_ERROR)", NGHTTP2_FLOW_CONTROL_ERROR);
+    }
     // node:http2 closes a lost connection's streams before the session tells it closed.
     const { h2 } = this.session;
     if (h2.destroyed || h2.closed) this.session.failure ??= status(Code.UNAVAILABLE, "the connection to the daemon closed");
@@ -236,6 +242,16 @@ class Session {
     const failure = connectionFailure(error, this.channel.tls);
     if (failure !== null) return status(Code.UNAVAILABLE, `the daemon at ${address}: ${failure}`, "TLSError");
     return status(Code.UNAVAILABLE, `the connection to the daemon at ${address} failed: ${error.message}`);
+  }
+
+  /** End the connection for the daemon's protocol error `why`, telling it `code` in GOAWAY. */
+  abandon(why, code) {
+    this.failure ??= this.failed(new Error(why));
+    this.channel.forget(this);
+    // GOAWAY first, then close once it is written: destroy() would drop the socket before it.
+    this.h2.goaway(code);
+    for (const call of [...this.calls]) call._finish(this.failure, NGHTTP2_CANCEL);
+    this.h2.close();
   }
 
   usable() {
