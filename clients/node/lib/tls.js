@@ -144,4 +144,25 @@ function connectionFailure(error, settings) {
   return null;
 }
 
-module.exports = { CA_VARIABLE, CERT_VARIABLE, KEY_VARIABLE, connectionFailure, secureSocket, tlsSettings };
+/**
+ * Why a daemon closed a TLS connection once the handshake was done and before a word of
+ * HTTP/2: what a gRPC server (BoringSSL) does, with no alert this side can read, when it wants
+ * a client certificate and got none, or one it does not accept.
+ */
+function closedAfterHandshake(settings) {
+  const closed = "it closed the connection after the TLS handshake, before HTTP/2";
+  if (settings.cert === undefined) {
+    return `${closed}: it demands a client certificate; set ${CERT_VARIABLE} and ${KEY_VARIABLE}`;
+  }
+  return `${closed}: it refused this client's certificate (${CERT_VARIABLE}=${settings.certFile})`;
+}
+
+module.exports = {
+  CA_VARIABLE,
+  CERT_VARIABLE,
+  KEY_VARIABLE,
+  closedAfterHandshake,
+  connectionFailure,
+  secureSocket,
+  tlsSettings,
+};

@@ -21,7 +21,7 @@ const http2 = require("node:http2");
 const net = require("node:net");
 const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpStatus, parseAddress, resetStatus, status } =
   require("./grpc");
-const { connectionFailure, secureSocket } = require("./tls");
+const { closedAfterHandshake, connectionFailure, secureSocket } = require("./tls");
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLOW_CONTROL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
 /** What this side reads per stream and per connection before the daemon must wait. */
@@ -140,7 +140,7 @@ class Call {
     }
     // node:http2 closes a lost connection's streams before the session tells it closed.
     const { h2 } = this.session;
-    if (h2.destroyed || h2.closed) this.session.failure ??= status(Code.UNAVAILABLE, "the connection to the daemon closed");
+    if (h2.destroyed || h2.closed) this.session.failure ??= this.session.closedStatus();
     const lost = this.session.failure;
     if (this.received !== null) this._finish(this.received);
     else if (lost !== null) this._finish(lost);
@@ -219,22 +219,43 @@ class Session {
     this.h2.on("error", (error) => {
       this.failure ??= this.failed(error);
     });
+    this.h2.on("remoteSettings", () => {
+      this.heard = true;
+    });
     this.h2.on("close", () => {
-      this.failure ??= status(Code.UNAVAILABLE, "the connection to the daemon closed");
+      this.failure ??= this.closedStatus();
       this.closed = true;
       channel.forget(this);
     });
     this.closed = false;
+    /** The TLS handshake is done; the daemon has sent its HTTP/2 settings. */
+    this.handshaken = false;
+    this.heard = false;
     this.h2.unref();
   }
 
   _socket() {
     const { target, tls } = this.channel;
     const where = target.path === undefined ? { host: target.host, port: target.port } : { path: target.path };
-    if (tls !== null) return secureSocket(where, target, tls);
+    if (tls !== null) {
+      const socket = secureSocket(where, target, tls);
+      socket.once("secureConnect", () => {
+        this.handshaken = true;
+      });
+      return socket;
+    }
     const socket = net.connect(where);
     if (target.path === undefined) socket.setNoDelay(true);
     return socket;
+  }
+
+  /** Why the connection closed when nothing said why. */
+  closedStatus() {
+    const { tls, address } = this.channel;
+    if (tls !== null && this.handshaken && !this.heard) {
+      return status(Code.UNAVAILABLE, `the daemon at ${address}: ${closedAfterHandshake(tls)}`, "TLSError");
+    }
+    return status(Code.UNAVAILABLE, "the connection to the daemon closed");
   }
 
   failed(error) {
