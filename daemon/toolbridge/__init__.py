@@ -37,6 +37,7 @@ from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type
 from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.shim import ShimCall
 from toolbridge._tools.tool import Tool, tool
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "RunWaiting",
     "SandboxError",
     "SandboxLimits",
+    "ShimCall",
     "SidecarToken",
     "SnippetError",
     "Step",

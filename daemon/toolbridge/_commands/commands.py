@@ -22,6 +22,7 @@ from typing import Any, Literal
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
+from toolbridge._door.door import open_door
 from toolbridge._durable import tracing
 from toolbridge._durable.identity import expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
@@ -219,16 +220,21 @@ async def execute_command(
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
-        async with _door(services, scope) as (address, socket_dir):
+        async with (
+            _door(services, scope) as (address, socket_dir),
+            open_door(scope, python=services.runtime.bin_dir / "python3", cwd=cwd) as door,
+        ):
             environment = {**command_environment(services, address, token, env), **span.environment(env)}
             environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
+            if door is not None:  # shims (and egress): see toolbridge._door
+                environment = door.environment(environment)
             spec = LaunchSpec(
-                argv=argv,
+                argv=argv if door is None else door.argv(argv),
                 env={**environment, **(replay.environment if replay else {})},
                 cwd=cwd,
                 timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
                 output_limit=OUTPUT_LIMIT,
-                read_only_paths=services.runtime.read_only_paths,
+                read_only_paths=[*services.runtime.read_only_paths, *(door.read_only_paths if door else [])],
                 writable_paths=[*writable, *(replay.writable_paths if replay else [])],
                 socket_dir=socket_dir,
             )
