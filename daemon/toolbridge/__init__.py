@@ -12,6 +12,7 @@ from toolbridge._definitions.build import (
     ToolDefinitions,
     tool_definitions,
 )
+from toolbridge._door.policy import Egress, EgressRule, Secret
 from toolbridge._durable.steps import Steps
 from toolbridge._errors import (
     ApprovalError,
@@ -49,6 +50,8 @@ __all__ = [
     "DefinitionWarning",
     "DroppedConstraint",
     "DurableFunction",
+    "Egress",
+    "EgressRule",
     "Event",
     "EventType",
     "FunctionContext",
@@ -60,6 +63,7 @@ __all__ = [
     "RunWaiting",
     "SandboxError",
     "SandboxLimits",
+    "Secret",
     "ShimCall",
     "SidecarToken",
     "SnippetError",
