@@ -7,6 +7,7 @@ Local HTTPS servers with a test CA of their own stand in for the outside world: 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import textwrap
@@ -228,3 +229,40 @@ def test_policies_are_checked_when_declared() -> None:
     with pytest.raises(ValueError, match="hosts="):
         Secret("T", "v")
     assert "v4lue" not in repr(Secret("T", "v4lue", hosts=["a.example"]))
+
+
+async def test_a_post_to_a_payments_host_waits_for_a_person(
+    sandboxed: Bridge, work_dir: Path, world: tuple[WorldCA, list[Remote]]
+) -> None:
+    ca, (payments, _, _) = world
+    agent = textwrap.dedent(
+        """
+        import subprocess, sys
+        for args in ([], ["-X", "POST", "-d", "amount=5"]):
+            r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", *args, sys.argv[1]],
+                               capture_output=True, text=True)
+            print(r.stdout)
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    rule = EgressRule(f"localhost:{payments.port}", requires_confirmation=["POST"])
+    async with sandboxed.run("payments") as step:
+        command = asyncio.ensure_future(
+            step.sandbox.commands.run(
+                "agent",
+                ["python3", "agent.py", f"https://localhost:{payments.port}/charges"],
+                cwd=work_dir,
+                egress=Egress(allow=[rule], upstream_ca=ca.path),
+            )
+        )
+        async with asyncio.timeout(60):
+            while not (waiting := await sandboxed.approvals.list()):  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        (request,) = waiting
+        assert request.tool == "egress"
+        assert request.arguments == {"method": "POST", "url": f"https://localhost:{payments.port}/charges"}
+        assert [seen.method for seen in payments.seen] == ["GET"]  # the POST has not left
+        await sandboxed.approvals.approve(request.id, by="alice", reason="expected charge")
+        result = await command
+    assert result.stdout.split() == ["200", "200"], result.stderr
+    assert [seen.method for seen in payments.seen] == ["GET", "POST"]

@@ -7,6 +7,7 @@ is a journaled step (no injected environment in the journal) counted against max
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sys
@@ -241,3 +242,38 @@ async def test_a_shim_called_as_a_tool_is_refused(bridge_any: Bridge, work_dir: 
             "agent", ["python3", "agent.py"], tools=shims(tmp_path), cwd=work_dir, timeout=60
         )
     assert result.stdout.strip() == "ShimOnly", result.stderr
+
+
+async def test_a_shim_requiring_confirmation_waits_for_a_person(
+    bridge_any: Bridge, work_dir: Path, tmp_path: Path
+) -> None:
+    ran: list[tuple[str, ...]] = []
+
+    def deploy(call: ShimCall) -> object:
+        ran.append(call.argv)
+        return call.reply(stdout="deployed\n")
+
+    (work_dir / "agent.py").write_text(
+        "import subprocess\n"
+        "print(subprocess.run(['deploy', 'prod'], capture_output=True, text=True).stdout)\n"
+    )
+    async with bridge_any.run("confirm") as step:
+        command = asyncio.ensure_future(
+            step.sandbox.commands.run(
+                "agent",
+                ["python3", "agent.py"],
+                tools={"deploy": tool.shim("deploy", deploy, requires_confirmation=True)},
+                cwd=work_dir,
+                timeout=60,
+            )
+        )
+        async with asyncio.timeout(60):
+            while not (waiting := await bridge_any.approvals.list()):  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        assert ran == []
+        (request,) = waiting
+        assert request.tool == "deploy"
+        await bridge_any.approvals.approve(request.id, by="alice")
+        result = await command
+    assert result.stdout.strip() == "deployed"
+    assert ran == [("prod",)]
