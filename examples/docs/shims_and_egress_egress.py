@@ -38,8 +38,8 @@ with urllib.request.urlopen(request) as answer:
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o755)  # the sandbox's user reads it
         work = Path(folder)
-        work.chmod(0o755)  # the sandbox's user reads it
         async with (
             Bridge(journal=work / "journal.db", sandbox=BwrapLauncher()) as bridge,
             bridge.run("egress") as step,

