@@ -268,3 +268,31 @@ async def test_a_post_to_a_payments_host_waits_for_a_person(
         result = await command
     assert result.stdout.split() == ["200", "200"], result.stderr
     assert [seen.method for seen in payments.seen] == ["GET", "POST"]
+
+
+async def test_snippets_take_egress(sandboxed: Bridge, world: tuple[WorldCA, list[Remote]]) -> None:
+    ca, (good, other, _) = world
+    code = textwrap.dedent(
+        f"""
+        import os, json, urllib.request
+        request = urllib.request.Request("https://localhost:{good.port}/snippet",
+                                         headers={{"Authorization": "Bearer " + os.environ["API_TOKEN"]}})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())["bearer_ok"]
+        """
+    )
+    async with sandboxed.run("snippet-egress") as step:
+        assert await step.sandbox.python("py", code, output=bool, egress=egress_for(ca, good, other)) is True
+        if shutil.which("node") is not None:
+            js = f"""
+            const answer = await fetch("https://localhost:{good.port}/ts", {{
+              headers: {{ Authorization: `Bearer ${{process.env.API_TOKEN}}` }},
+            }});
+            return (await answer.json()).bearer_ok;
+            """
+            assert (
+                await step.sandbox.typescript("ts", js, output=bool, egress=egress_for(ca, good, other))
+                is True
+            )
+    expected = ["/snippet", "/ts"] if shutil.which("node") is not None else ["/snippet"]
+    assert [seen.path for seen in good.seen] == expected
