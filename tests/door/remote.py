@@ -37,6 +37,7 @@ class Seen:
 class Remote:
     port: int
     seen: list[Seen] = field(default_factory=list)
+    hanging: asyncio.Event = field(default_factory=asyncio.Event)
     server: asyncio.Server | None = None
 
 
@@ -114,6 +115,9 @@ async def _serve(
             headers = {k.decode(): v.decode() for k, v in request.headers}
             seen = Seen(request.method.decode(), request.target.decode(), headers, bytes(body))
             remote.seen.append(seen)
+            if seen.path == "/hang":  # never answers: a request in flight for as long as needed
+                remote.hanging.set()
+                await asyncio.Event().wait()
             auth = headers.get("authorization", "")
             basic = ""
             if auth.lower().startswith("basic "):

@@ -1,6 +1,7 @@
 """A host killed with SIGKILL while a shimmed ``run(...)`` runs: the step stays interrupted
 (``running``, never ``completed``), the program on the host dies with it, and a replay does
-not run it again (a shim is at-most-once unless it asks for attempts)."""
+not run it again (a shim is at-most-once unless it asks for attempts). The same kill during
+a proxied request leaves its egress step interrupted too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from pathlib import Path
 
 from toolbridge import Bridge, RunBusyError, ShimCall, tool
 from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._records import StepRecord
+
+from .remote import WorldCA, remotes
 
 WAIT = 60.0
 
@@ -123,3 +127,57 @@ async def test_sigkill_during_a_shimmed_run_leaves_the_step_interrupted(tmp_path
     assert code == "1"
     assert "interrupted" in message
     assert marker.read_text().split() == [str(program_pid)]  # it was not run again
+
+
+EGRESS_HOST = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from toolbridge import Bridge, Egress
+
+    journal, work, port, ca = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+    AGENT = f"import urllib.request\\nurllib.request.urlopen('https://localhost:{port}/hang', timeout=600)\\n"
+
+    async def main():
+        async with Bridge(journal=journal, sandbox="process") as bridge, bridge.run("crash") as step:
+            egress = Egress(allow=[f"localhost:{port}"], upstream_ca=ca)
+            await step.sandbox.commands.run("agent", ["python3", "-c", AGENT], cwd=work, egress=egress)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def egress_steps(journal_path: Path) -> list[StepRecord]:
+    journal = SQLiteJournal(journal_path)
+    await journal.open()
+    try:
+        return [s for s in await journal.load_steps("crash") if s.kind == "egress"]
+    finally:
+        await journal.close()
+
+
+async def test_sigkill_during_a_proxied_request_leaves_the_step_interrupted(tmp_path: Path) -> None:
+    ca = WorldCA(tmp_path)
+    (tmp_path / "host.py").write_text(EGRESS_HOST)
+    journal_path = tmp_path / "journal.db"
+    async with remotes(ca, "unused", 1) as (server,):
+        host = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(tmp_path / "host.py"),
+            str(journal_path),
+            str(tmp_path),
+            str(server.port),
+            str(ca.path),
+        )
+        try:
+            await asyncio.wait_for(server.hanging.wait(), WAIT)
+            async with asyncio.timeout(WAIT):
+                while not await egress_steps(journal_path):  # noqa: ASYNC110  (the start record)
+                    await asyncio.sleep(0.05)
+        finally:
+            host.send_signal(signal.SIGKILL)
+            await host.wait()
+    (step,) = await egress_steps(journal_path)
+    assert step.status == "running"  # interrupted: never recorded as completed
+    assert json.loads(step.input_json or "{}")["url"] == f"https://localhost:{server.port}/hang"

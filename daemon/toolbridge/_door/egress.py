@@ -405,6 +405,9 @@ class EgressDoor:
                 name=f"{method} {target.authority}",
                 input_json=input_json,
             )
+            # A request still going after a moment is journaled as running: a host killed
+            # meanwhile leaves it interrupted in the trace, not missing.
+            run.start_records.watch(rec)
         elif not approvals.was_waiting(rec):
             # Made again by a command that ran again: a request is not replayed from the
             # journal (its answer is not recorded), it is made again and recorded anew.
