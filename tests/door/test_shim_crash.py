@@ -33,11 +33,19 @@ HOST = textwrap.dedent(
     def push(call):
         return call.run([sys.executable, program, str(work / "started")])
 
+    def hello(call):
+        with (work / "hello-calls").open("a") as handle:
+            handle.write("called\\n")
+        return call.reply(stdout="hello from the first host\\n")
+
     async def main():
         async with Bridge(journal=journal, run_lease=1.0) as bridge:  # a dead holder's run is free soon
             async with bridge.run("crash") as step:
                 await step.sandbox.commands.run(
-                    "agent", ["python3", "agent.py"], cwd=work, tools={"push": tool.shim("gitpush", push)}
+                    "agent",
+                    ["python3", "agent.py"],
+                    cwd=work,
+                    tools={"push": tool.shim("gitpush", push), "hello": tool.shim("hello", hello)},
                 )
 
     asyncio.run(main())
@@ -57,8 +65,14 @@ PROGRAM = textwrap.dedent(
     """
 )
 
-AGENT = "import subprocess, sys\nr = subprocess.run(['gitpush'], capture_output=True, text=True)\n"
-AGENT += "print(r.returncode, r.stderr.strip())\n"
+AGENT = textwrap.dedent(
+    """
+    import subprocess
+    print(subprocess.run(["hello"], capture_output=True, text=True).stdout, end="")
+    r = subprocess.run(["gitpush"], capture_output=True, text=True)
+    print(r.returncode, r.stderr.strip())
+    """
+)
 
 
 def alive(pid: int) -> bool:
@@ -99,15 +113,21 @@ async def test_sigkill_during_a_shimmed_run_leaves_the_step_interrupted(tmp_path
     journal = SQLiteJournal(journal_path)
     await journal.open()
     try:
-        (shim_step,) = [s for s in await journal.load_steps("crash") if s.kind == "tool"]
+        steps = {s.name: s for s in await journal.load_steps("crash") if s.kind == "tool"}
     finally:
         await journal.close()
-    assert shim_step.name == "push"
+    assert steps["hello"].status == "completed"
+    shim_step = steps["push"]
     assert shim_step.status == "running"  # interrupted: no outcome was recorded
     assert json.loads(shim_step.input_json or "{}")["argv"] == []
 
     def push(call: ShimCall) -> object:
         return call.run([sys.executable, str(tmp_path / "program.py"), str(marker)])
+
+    def hello(call: ShimCall) -> object:
+        raise AssertionError("a completed run is answered from the journal, not run again")
+
+    shims = {"push": tool.shim("gitpush", push), "hello": tool.shim("hello", hello)}
 
     async with Bridge(journal=journal_path) as bridge:
         async with asyncio.timeout(WAIT):
@@ -118,12 +138,15 @@ async def test_sigkill_during_a_shimmed_run_leaves_the_step_interrupted(tmp_path
                             "agent",
                             ["python3", "agent.py"],
                             cwd=work,
-                            tools={"push": tool.shim("gitpush", push)},
+                            tools=shims,
                         )
                     break
                 except RunBusyError:
                     await asyncio.sleep(0.1)
-    code, _, message = result.stdout.strip().partition(" ")
+    replayed, last = result.stdout.splitlines()
+    assert replayed == "hello from the first host"
+    assert (work / "hello-calls").read_text() == "called\n"
+    code, _, message = last.partition(" ")
     assert code == "1"
     assert "interrupted" in message
     assert marker.read_text().split() == [str(program_pid)]  # it was not run again

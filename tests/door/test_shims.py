@@ -8,6 +8,7 @@ is a journaled step (no injected environment in the journal) counted against max
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 import sys
@@ -277,3 +278,32 @@ async def test_a_shim_requiring_confirmation_waits_for_a_person(
         result = await command
     assert result.stdout.strip() == "deployed"
     assert ran == [("prod",)]
+
+
+async def test_output_larger_than_a_reply_is_streamed_not_refused(
+    bridge_any: Bridge, work_dir: Path, journal_path: Path
+) -> None:
+    big = b"0123456789abcdef" * (3 * 1024 * 1024 // 16)  # 3 MiB: thrice the reply limit
+
+    def dump(call: ShimCall) -> object:
+        return call.reply(stdout=big)
+
+    (work_dir / "agent.py").write_text(
+        "import hashlib, subprocess\n"
+        "out = subprocess.run(['dump'], capture_output=True).stdout\n"
+        "print(len(out), hashlib.sha256(out).hexdigest())\n"
+    )
+    async with bridge_any.run("big") as step:
+        result = await step.sandbox.commands.run(
+            "agent",
+            ["python3", "agent.py"],
+            tools={"dump": tool.shim("dump", dump)},
+            cwd=work_dir,
+            timeout=60,
+        )
+    digest = hashlib.sha256(big).hexdigest()
+    assert result.stdout.split() == [str(len(big)), digest], result.stderr
+    (recorded,) = [s for s in await steps_of(journal_path, "big") if s.kind == "tool"]
+    output = json.loads(recorded.output_json or "{}")
+    assert output["stdout"] == {"size": len(big), "sha256": digest}
+    assert "replay" not in output  # too large to keep: its digest is
