@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -173,6 +174,17 @@ async def test_clients_authenticate_through_placeholders_and_leaks_are_refused(
     used = [json.loads(s.output_json or "{}").get("secrets") for s in egress if s.status == "completed"]
     assert used.count(["API_TOKEN"]) == 3
     assert CREDENTIAL.encode() not in journal_path.read_bytes()
+    # The trace shows every passage, and no value.
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).with_name("toolbridge")),
+        *("trace", "egress", "--journal", str(journal_path)),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    trace = (await asyncio.wait_for(process.communicate(), 60))[0].decode()
+    assert trace.count("  egress  completed ") == 4
+    assert trace.count("  egress  failed ") == 4
+    assert f"CONNECT 127.0.0.1:{banned.port}" in trace
+    assert CREDENTIAL not in trace
 
 
 async def test_node_fetch_authenticates_through_the_door(

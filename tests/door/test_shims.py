@@ -229,7 +229,9 @@ async def test_a_shim_called_as_a_tool_is_refused(bridge_any: Bridge, work_dir: 
         """
         import asyncio
         from inngest_tools import tools, ToolError
+        from inngest_tools import definitions
         async def main():
+            print(sorted(d["name"] for d in await definitions()))
             try:
                 await tools.hello(argv=[], cwd='.', env={}, stdin={'size': 0, 'sha256': ''})
             except ToolError as e:
@@ -242,7 +244,7 @@ async def test_a_shim_called_as_a_tool_is_refused(bridge_any: Bridge, work_dir: 
         result = await step.sandbox.commands.run(
             "agent", ["python3", "agent.py"], tools=shims(tmp_path), cwd=work_dir, timeout=60
         )
-    assert result.stdout.strip() == "ShimOnly", result.stderr
+    assert result.stdout.split("\n")[:2] == ["['sawFirst']", "ShimOnly"], result.stderr
 
 
 async def test_a_shim_requiring_confirmation_waits_for_a_person(
