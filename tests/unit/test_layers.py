@@ -34,6 +34,7 @@ LAYERS: dict[str, float] = {
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
     "_calls": 4,
+    "_door": 4.5,  # the sandbox's door for programs and egress: serves a command, starts nothing
     **dict.fromkeys(["_commands", "_server", "_ui"], 5),
     **dict.fromkeys(["_bridge", "_step", "testing"], 6),
     "": 6.5,  # toolbridge/__init__.py: the public surface, above everything it re-exports
