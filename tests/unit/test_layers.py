@@ -27,11 +27,14 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "daemon" / "toolbridge"
 
 # Top-level parts of `toolbridge` and their layer; each may import only what is below it.
 LAYERS: dict[str, float] = {
-    **dict.fromkeys(["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity"], 0),
+    **dict.fromkeys(
+        ["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity", "_secrets"], 0
+    ),
     **dict.fromkeys(["_schema", "_journal", "_sandbox", "_telemetry"], 1),
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
     "_calls": 4,
+    "_door": 4.5,  # the sandbox's door for programs and egress: serves a command, starts nothing
     **dict.fromkeys(["_commands", "_server", "_ui"], 5),
     **dict.fromkeys(["_bridge", "_step", "testing"], 6),
     "": 6.5,  # toolbridge/__init__.py: the public surface, above everything it re-exports

@@ -309,7 +309,7 @@ async def _attempts_then_finish(
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
             journal=scope.run.journal,
-            timeout=scope.options.tool_timeout,
+            timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:

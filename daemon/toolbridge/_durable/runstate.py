@@ -42,6 +42,7 @@ from toolbridge._futures import fail_unawaited
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
+from toolbridge._secrets import SecretBox
 
 
 class Asker(Protocol):
@@ -92,6 +93,8 @@ class RunState(RunLease):
             raise ValueError(f"a run keeps at least one record in memory, not {keep}")
         super().__init__(run_id)  # the run's lease: RunLease
         self.journal = journal
+        self.secrets = SecretBox.ephemeral()
+        """The host's key for secrets in this run's steps (set by ``Runs`` when it enters the run)."""
         self.start_records = StartRecords(journal)  # calls journaled as running once slow
         # Shielded work outlives its askers; the bridge cancels what is left when it closes.
         self._background = background if background is not None else set()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
-from toolbridge._durable.identity import expect_step, function_name
+from toolbridge._durable.identity import arguments_identity, expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import RunState
 from toolbridge._errors import StepError, ToolError
@@ -133,7 +133,10 @@ class Steps:
                 what=f"step {step_id!r}",
             )
 
-        identity = {"function": function_name(fn)}
+        identity = {
+            "function": function_name(fn),
+            "arguments": arguments_identity(args, kwargs, self._run.secrets),
+        }
         return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
     async def sleep(self, step_id: str, seconds: float) -> None:
