@@ -28,7 +28,8 @@ from pathlib import Path
 
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessLauncher, StopSignal
+from toolbridge._sandbox.launcher import Launcher, LaunchSpec, StopSignal
+from toolbridge._sandbox.process import ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
 
 CALL_ONE_TOOL = "import asyncio\nfrom inngest_tools import tools\nasyncio.run(tools.ping())\n"

@@ -54,7 +54,8 @@ from toolbridge._sandbox.bwrap.user import (
     sandbox_uid,
     socket_path,
 )
-from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal, lower_priority, run_process
+from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal
+from toolbridge._sandbox.process import lower_priority, run_process
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
