@@ -198,9 +198,10 @@ async def _timed(
     return {f"{sandbox} {name}": statistics.median(values) * 1000 for name, values in timings.items()}
 
 
-async def bridge_commands(work: Path, before: Path, starts: int) -> dict[str, float]:
+async def bridge_commands(work: Path, before: Path, starts: int, after_first: bool) -> dict[str, float]:
     """Per launcher: a command calling one tool, and one only importing the client; Python,
-    then Node before (the saved client) and after (the checkout's), one Bridge after another."""
+    then Node before (the saved client) and after (the checkout's), one Bridge after another
+    (after first in every other round, so that neither always runs on a warmer machine)."""
     _write_scripts(work)
     python = {
         "python call": "python3 ping.py",
@@ -216,12 +217,15 @@ async def bridge_commands(work: Path, before: Path, starts: int) -> dict[str, fl
     sandboxes: tuple[Literal["process", "bwrap"], ...] = ("process", "bwrap")
     for sandbox in sandboxes:
         figures |= await _timed(python, sandbox, work, starts)
-        with node_client(before):
-            figures |= await _timed({f"node before {k}": v for k, v in node.items()}, sandbox, work, starts)
         after = {f"node after {k}": v for k, v in node.items()}
         if sandbox == "process":
             after["node connect call"] = "node ping_connect.js"
-        figures |= await _timed(after, sandbox, work, starts)
+        if after_first:
+            figures |= await _timed(after, sandbox, work, starts)
+        with node_client(before):
+            figures |= await _timed({f"node before {k}": v for k, v in node.items()}, sandbox, work, starts)
+        if not after_first:
+            figures |= await _timed(after, sandbox, work, starts)
     return figures
 
 
@@ -231,7 +235,10 @@ async def main(starts: int, rounds: int) -> None:
         os.chmod(work, 0o755)  # the sandbox user must be able to enter it
         before = saved_client(work / "saved")
         starts_by_round = [await launchers(work, starts) for _ in range(rounds)]
-        calls_by_round = [await bridge_commands(work, before, max(5, starts // 3)) for _ in range(rounds)]
+        calls_by_round = [
+            await bridge_commands(work, before, max(5, starts // 3), after_first=index % 2 == 1)
+            for index in range(rounds)
+        ]
 
     def median(rows: list[dict[str, float]], key: str) -> float:
         return statistics.median(row[key] for row in rows)
