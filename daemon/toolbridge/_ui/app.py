@@ -6,9 +6,10 @@ Content-Security-Policy (no inline script, ``default-src 'self'``): nothing is f
 anywhere else. Only loopback Host headers are answered, so a web page elsewhere cannot reach
 the view through DNS rebinding.
 
-Pending requests are decided with ``POST /api/approvals/{id}`` (``decide.py``: a per-server
-token embedded in the pages, an Origin check and a JSON body), through ``Approvals`` as channel
-``web``, so the view's journal is opened for writing too.
+Nothing but the static files is served without the session the login URL opens
+(``login.py``). Pending requests are decided with ``POST /api/approvals/{id}`` (``decide.py``:
+that session, its form token embedded in the pages, an ``Origin`` check and a JSON body),
+through ``Approvals`` as channel ``web``, so the view's journal is opened for writing too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
 from toolbridge._ui.decide import Decisions
 from toolbridge._ui.journal import Journal
+from toolbridge._ui.login import SESSION_STATE_KEY, Login, RequireLogin
 from toolbridge._ui.view import run_summary_view, run_view
 
 __all__ = ["CONTENT_SECURITY_POLICY", "ui_app"]
@@ -68,22 +70,23 @@ class SecurityHeaders:
         await self._app(scope, receive, send_with_headers)
 
 
-def _page(name: str, token: str) -> str:
-    # The token goes in a <meta> tag (no inline script): app.js reads it and sends it back.
-    return (STATIC / name).read_text().replace("{{token}}", token)
+def ui_app(journal: Journal, login: Login, *, approvals: Approvals | None = None) -> Starlette:
+    """The web view of ``journal`` (already open; the caller closes it), entered through
+    ``login``; decisions go through ``approvals`` (by default an ``Approvals`` over
+    ``journal``, channel ``web``)."""
+    decisions = Decisions(approvals or Approvals(ApprovalHub(journal), channel="web"), login)
+    pages = {name: (STATIC / name).read_text() for name in ("runs.html", "run.html")}
 
-
-def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette:
-    """The web view of ``journal`` (already open; the caller closes it); decisions go through
-    ``approvals`` (by default an ``Approvals`` over ``journal``, channel ``web``)."""
-    decisions = Decisions(approvals or Approvals(ApprovalHub(journal), channel="web"))
-    pages = {name: _page(name, decisions.token) for name in ("runs.html", "run.html")}
+    def page(name: str, request: Request) -> Response:
+        # The session's form token goes in a <meta> tag (no inline script): app.js sends it back.
+        token = login.form_token(request.scope["state"][SESSION_STATE_KEY])
+        return HTMLResponse(pages[name].replace("{{token}}", token))
 
     async def runs_page(request: Request) -> Response:
-        return HTMLResponse(pages["runs.html"])
+        return page("runs.html", request)
 
     async def run_page(request: Request) -> Response:
-        return HTMLResponse(pages["run.html"])
+        return page("run.html", request)
 
     async def runs_json(request: Request) -> Response:
         try:
@@ -115,5 +118,6 @@ def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS),
+            Middleware(RequireLogin, login=login),
         ],
     )
