@@ -171,10 +171,14 @@ async def test_a_person_sees_the_runs_and_a_runs_waterfall(
         assert await page.locator("li.entry.window").count() >= 1  # how many: timing decides
         assert "on_start: changed the input" in await page.locator("li.entry.hook").inner_text()
         assert await page.locator("li.entry.attempt.error").count() == 2  # miscount's, flaky's first
-        # A step opens to show its input and output.
+        # A step opens to show its input and output, each JSON folded to one line until opened.
         lookup = page.locator('li.step:has(.name:text-is("lookup"))')
         await lookup.locator("button.toggle").click()
-        assert '"sku": "a1"' in await page.locator("li.row.open").first.inner_text()
+        opened = page.locator("li.row.open").first
+        assert '"sku": "a1"' not in await opened.inner_text()
+        assert '{"sku":"a1"}' in await opened.locator("details.json .preview").first.inner_text()
+        await opened.locator("details.json summary").first.click()
+        assert '"sku": "a1"' in await opened.inner_text()
         await page.screenshot(path=str(tmp_path / "run-page.png"), full_page=True)
         if os.environ.get("TOOLBRIDGE_UPDATE_DOCS") == "1":
             DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)

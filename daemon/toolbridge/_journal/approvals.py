@@ -73,9 +73,12 @@ APPROVALS_MIGRATION: tuple[str, ...] = (
 
 RUN_STATUS_SQL = (
     "CASE WHEN r.status = 'running' AND EXISTS (SELECT 1 FROM approvals a "
-    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' ELSE r.status END"
+    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' "
+    "WHEN r.status = 'failed' AND EXISTS (SELECT 1 FROM run_cancellations c "
+    "WHERE c.run_id = r.run_id AND c.fence = r.fence) THEN 'cancelled' ELSE r.status END"
 )
-"""A run's status as listed: a run still open on a pending request is ``waiting``."""
+"""A run's status as listed: a run still open on a pending request is ``waiting``; one a
+person cancelled (and nobody entered again since) is ``cancelled``."""
 
 _COLUMNS = (
     "request_id, run_id, step_key, args_hash, kind, tool_name, arguments_json, summary, "

@@ -38,6 +38,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
+from toolbridge._journal import runquery as rq
 from toolbridge._journal.base import Durability
 from toolbridge._journal.commit import GroupCommit, Pending, awaiting
 from toolbridge._journal.fences import Fences
@@ -63,7 +64,7 @@ from toolbridge._journal.postgres_sql import (
 )
 from toolbridge._journal.sqlite import new_owner
 from toolbridge._journal.stepreads import StepReads
-from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
+from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord, now
 
 __all__ = ["PostgresJournal"]
 
@@ -223,6 +224,28 @@ class PostgresJournal(StepReads):
     async def get_run(self, run_id: str) -> RunSummary | None:
         found = await self._fetch(f"{RUN_SELECT} WHERE r.run_id = $1", run_id)
         return r.run_from_row(tuple(found[0])) if found else None
+
+    async def find_runs(self, query: rq.RunQuery) -> list[RunSummary]:
+        sql, params = rq.find_runs_sql(query, placeholder=_dollar, like="ILIKE", now_ms=r.to_ms(now()))
+        return [r.run_from_row(tuple(row)) for row in await self._fetch(sql, *params)]
+
+    async def tool_calls(self, tool: str, *, limit: int) -> list[rq.ToolCall]:
+        sql, params = rq.tool_calls_sql(tool, limit, placeholder=_dollar)
+        return [rq.tool_call_from_row(tuple(row)) for row in await self._fetch(sql, *params)]
+
+    async def cancel_run(self, run_id: str, *, by: str, channel: str, reason: str | None) -> bool:
+        end, record, requests = rq.cancel_statements(_dollar)
+        stamp, error = r.to_ms(now()), rq.cancel_error(by, channel, reason)
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                fence = await conn.fetchval(end, stamp, error, error, run_id)
+                if fence is None:
+                    return False
+                await conn.execute(record, run_id, fence, by, channel, reason, stamp)
+                await conn.execute(requests, stamp, by, channel, reason, run_id)
+                return True
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise JournalError(f"could not cancel run {run_id!r} ({self.where}): {exc}") from exc
 
     async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
         """Runs still ``running`` whose holder left or whose lease ran out (database clock)."""
@@ -390,3 +413,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "approval": lambda journal, conn, writes: insert_requests(conn, writes),
     "decide": lambda journal, conn, writes: decide_requests(conn, writes),
 }
+
+
+def _dollar(n: int) -> str:
+    return f"${n}"

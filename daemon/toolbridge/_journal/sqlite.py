@@ -44,6 +44,7 @@ import aiosqlite
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
+from toolbridge._journal import runquery as rq
 from toolbridge._journal import statements as stmt
 from toolbridge._journal.approvals import APPROVAL_OPERATIONS, SQLiteApprovals
 from toolbridge._journal.checkpoints import Checkpoints
@@ -206,6 +207,42 @@ class SQLiteJournal(StepReads):
     async def get_run(self, run_id: str) -> RunSummary | None:
         found = await self._runs("WHERE r.run_id = ?", (run_id,))
         return found[0] if found else None
+
+    async def find_runs(self, query: rq.RunQuery) -> list[RunSummary]:
+        sql, params = rq.find_runs_sql(query, placeholder=_numbered, now_ms=r.to_ms(now()))
+        return await self._runs_sql(sql, params)
+
+    async def tool_calls(self, tool: str, *, limit: int) -> list[rq.ToolCall]:
+        sql, params = rq.tool_calls_sql(tool, limit, placeholder=_numbered)
+        return [rq.tool_call_from_row(row) for row in await self.db.execute_fetchall(sql, params)]
+
+    async def cancel_run(self, run_id: str, *, by: str, channel: str, reason: str | None) -> bool:
+        if self._writer is None:
+            raise JournalError("the journal is not open")
+        end, record, requests = rq.cancel_statements(_numbered)
+        stamp, error = r.to_ms(now()), rq.cancel_error(by, channel, reason)
+
+        def cancel(db: sqlite3.Connection) -> bool:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                taken = db.execute(end, (stamp, error, error, run_id)).fetchall()
+                if taken:
+                    db.execute(record, (run_id, taken[0][0], by, channel, reason, stamp))
+                    db.execute(requests, (stamp, by, channel, reason, run_id))
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    db.execute("ROLLBACK")
+                raise
+            return bool(taken)
+
+        try:
+            return await self._writer.run(cancel)
+        except sqlite3.Error as exc:
+            raise JournalError(f"could not cancel run {run_id!r} ({self.path}): {exc}") from exc
+
+    async def _runs_sql(self, sql: str, params: Sequence[Any]) -> list[RunSummary]:
+        return [r.run_from_row(row) for row in await self.db.execute_fetchall(sql, params)]
 
     async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
         return await self._runs(
@@ -463,3 +500,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "approval": lambda journal, db, writes: APPROVAL_OPERATIONS["approval"](db, writes),
     "decide": lambda journal, db, writes: APPROVAL_OPERATIONS["decide"](db, writes),
 }
+
+
+def _numbered(n: int) -> str:
+    return f"?{n}"  # SQLite's numbered parameters: one value may appear twice
