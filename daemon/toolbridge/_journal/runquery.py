@@ -136,7 +136,10 @@ def find_runs_sql(
     if query.status:
         if query.status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}")
-        where.append(_status_sql(query.status, bind(now_ms)))
+        # Only the statuses that depend on a lease's end take now (an unused parameter has no
+        # type PostgreSQL can infer).
+        leased = query.status in ("running", "waiting", "interrupted")
+        where.append(_status_sql(query.status, bind(now_ms) if leased else ""))
     if query.tool:
         tool = bind(query.tool)
         where.append(f"r.run_id IN (SELECT s.run_id FROM steps s WHERE s.kind = 'tool' AND s.name = {tool})")
@@ -147,7 +150,8 @@ def find_runs_sql(
     if query.after is not None:
         started, run_id = query.after
         at = bind(r.to_ms(started))
-        where.append(f"(r.started_at < {at} OR (r.started_at = {at} AND r.run_id < {bind(run_id)}))")
+        # A row comparison, which both dialects answer from the (started_at, run_id) index.
+        where.append(f"(r.started_at, r.run_id) < ({at}, {bind(run_id)})")
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     sql = (
         f"SELECT {r.RUN_COLUMNS} FROM runs r {clause}"
