@@ -76,7 +76,8 @@ async def test_a_person_cancels_a_running_command_from_the_page(
             await page.click("#cancel-run")
             await page.locator(".summary .pill.cancelled").wait_for()
             assert await page.locator("#cancel-status").inner_text() == "cancelled by alice"
-            assert "cancelled by alice via web: wrong customer" in await page.locator(".run-error").inner_text()
+            said = await page.locator(".run-error").inner_text()
+            assert "cancelled by alice via web: wrong customer" in said
             # The command stops: the bridge finds its lease on the run taken.
             outcome = await asyncio.wait_for(asyncio.gather(running, return_exceptions=True), WAIT)
             await shoot(page, "run-cancelled.png", tmp_path)

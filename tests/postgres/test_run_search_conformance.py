@@ -43,7 +43,8 @@ async def test_runs_are_found_by_id_status_tool_and_time(opened: Opener) -> None
         await record(journal)
         everything = await ids(journal)
         assert everything[0] == "live-1"  # newest first
-        assert sorted(everything) == sorted(["order-1", "order-2", "live-1"] + [f"batch-{i}" for i in range(5)])
+        expected = ["order-1", "order-2", "live-1", *(f"batch-{i}" for i in range(5))]
+        assert sorted(everything) == sorted(expected)
         assert await ids(journal, search="der-") == ["order-2", "order-1"]
         assert await ids(journal, search="%") == []  # a LIKE wildcard is a plain character
         assert await ids(journal, search="_") == []
