@@ -1,6 +1,8 @@
-"""Finding runs among many (the web view's search, filters and pages) and a tool's calls.
+"""Finding runs among many (the web view's search, filters and pages), a tool's calls, and
+cancelling a run.
 
-The SQL is written once for both dialects; each passes its placeholder style. Pages are
+The SQL is written once for both dialects, as :class:`~.statements.Statement` text (``?``
+for a parameter, ``{now}`` for the clock leases run on). Pages are
 keyset pages: the next page starts after the last run shown, ``(started_at, run_id)``
 descending, so the thousandth page costs what the first does (an ``OFFSET`` would read every
 run before it). The indexes that keep a page cheap at 100,000 runs are in
@@ -15,22 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from toolbridge._journal import rows as r
+from toolbridge._journal.statements import Statement
 
 __all__ = [
     "CANCELLATIONS_SQL",
+    "CANCEL_REQUESTS",
+    "CANCEL_RUN",
+    "RECORD_CANCEL",
     "RUN_SEARCH_MIGRATION",
     "STATUSES",
+    "TOOL_CALLS",
     "RunQuery",
     "ToolCall",
     "cancel_error",
-    "cancel_statements",
-    "find_runs_sql",
+    "find_runs",
     "tool_call_from_row",
-    "tool_calls_sql",
 ]
 
 STATUSES = ("running", "waiting", "interrupted", "completed", "failed", "cancelled")
@@ -60,7 +65,7 @@ CANCELLATIONS_SQL = (
 )
 
 _PENDING = "EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id AND a.state = 'pending')"
-_LIVE = "(r.lease_expires_at IS NULL OR r.lease_expires_at >= {now})"
+_LIVE = "(r.lease_expires_at IS NULL OR r.lease_expires_at >= {now})"  # by the lease clock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,71 +107,56 @@ def _escape_like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _status_sql(status: str, now: str) -> str:
-    live = _LIVE.format(now=now)
-    return {
-        "running": f"r.status = 'running' AND {live} AND NOT {_PENDING}",
-        "waiting": f"r.status = 'running' AND {live} AND {_PENDING}",
-        "interrupted": f"r.status = 'running' AND NOT {live}",
-        "completed": "r.status = 'completed'",
-        "failed": f"r.status = 'failed' AND NOT {CANCELLATIONS_SQL}",
-        "cancelled": f"r.status = 'failed' AND {CANCELLATIONS_SQL}",
-    }[status]
+_STATUS_SQL = {
+    "running": f"r.status = 'running' AND {_LIVE} AND NOT {_PENDING}",
+    "waiting": f"r.status = 'running' AND {_LIVE} AND {_PENDING}",
+    "interrupted": f"r.status = 'running' AND NOT {_LIVE}",
+    "completed": "r.status = 'completed'",
+    "failed": f"r.status = 'failed' AND NOT {CANCELLATIONS_SQL}",
+    "cancelled": f"r.status = 'failed' AND {CANCELLATIONS_SQL}",
+}
 
 
-def find_runs_sql(
-    query: RunQuery, *, placeholder: Callable[[int], str], like: str = "LIKE", now_ms: int
-) -> tuple[str, list[Any]]:
-    """The statement that lists ``query``'s runs (``r.RUN_COLUMNS``) and its parameters.
+def find_runs(query: RunQuery, *, like: str = "LIKE") -> tuple[Statement, list[Any]]:
+    """The statement that lists ``query``'s runs (``rows.RUN_COLUMNS``) and its parameters.
 
     Args:
-        placeholder: The dialect's n-th placeholder (``?`` or ``$n``).
-        like: The operator that matches the search case-insensitively where the dialect has one.
-        now_ms: Now, in the journal's milliseconds (a lease that ran out is ``interrupted``).
+        like: The operator that matches the search case-insensitively where the dialect
+            has one (``ILIKE`` on PostgreSQL; SQLite's ``LIKE`` already is, for ASCII).
     """
-    params: list[Any] = []
-
-    def bind(value: Any) -> str:
-        params.append(value)
-        return placeholder(len(params))
-
     where: list[str] = []
+    params: list[Any] = []
     if query.search:
-        where.append(f"r.run_id {like} {bind('%' + _escape_like(query.search) + '%')} ESCAPE '!'")
+        where.append(f"r.run_id {like} ? ESCAPE '!'")
+        params.append("%" + _escape_like(query.search) + "%")
     if query.status:
         if query.status not in STATUSES:
             raise ValueError(f"status must be one of {', '.join(STATUSES)}")
-        # Only the statuses that depend on a lease's end take now (an unused parameter has no
-        # type PostgreSQL can infer).
-        leased = query.status in ("running", "waiting", "interrupted")
-        where.append(_status_sql(query.status, bind(now_ms) if leased else ""))
+        where.append(_STATUS_SQL[query.status])
     if query.tool:
-        tool = bind(query.tool)
-        where.append(f"r.run_id IN (SELECT s.run_id FROM steps s WHERE s.kind = 'tool' AND s.name = {tool})")
+        where.append("r.run_id IN (SELECT s.run_id FROM steps s WHERE s.kind = 'tool' AND s.name = ?)")
+        params.append(query.tool)
     if query.since is not None:
-        where.append(f"r.started_at >= {bind(r.to_ms(query.since))}")
+        where.append("r.started_at >= ?")
+        params.append(r.to_ms(query.since))
     if query.until is not None:
-        where.append(f"r.started_at < {bind(r.to_ms(query.until))}")
+        where.append("r.started_at < ?")
+        params.append(r.to_ms(query.until))
     if query.after is not None:
-        started, run_id = query.after
-        at = bind(r.to_ms(started))
         # A row comparison, which both dialects answer from the (started_at, run_id) index.
-        where.append(f"(r.started_at, r.run_id) < ({at}, {bind(run_id)})")
+        where.append("(r.started_at, r.run_id) < (?, ?)")
+        params += [r.to_ms(query.after[0]), query.after[1]]
     clause = f"WHERE {' AND '.join(where)} " if where else ""
-    sql = (
-        f"SELECT {r.RUN_COLUMNS} FROM runs r {clause}"
-        f"ORDER BY r.started_at DESC, r.run_id DESC LIMIT {bind(query.limit)}"
-    )
-    return sql, params
+    params.append(query.limit)
+    sql = f"SELECT {r.RUN_COLUMNS} FROM runs r {clause}ORDER BY r.started_at DESC, r.run_id DESC LIMIT ?"
+    return Statement(sql), params
 
 
-def tool_calls_sql(tool: str, limit: int, *, placeholder: Callable[[int], str]) -> tuple[str, list[Any]]:
-    """The statement that lists ``tool``'s latest ``limit`` calls, newest first."""
-    return (
-        "SELECT run_id, step_key, status, started_at, finished_at, error_json FROM steps "
-        f"WHERE kind = 'tool' AND name = {placeholder(1)} ORDER BY started_at DESC LIMIT {placeholder(2)}",
-        [tool, limit],
-    )
+TOOL_CALLS = Statement(
+    "SELECT run_id, step_key, status, started_at, finished_at, error_json FROM steps "
+    "WHERE kind = 'tool' AND name = ? ORDER BY started_at DESC LIMIT ?"
+)
+"""A tool's latest calls, newest first (``steps_by_tool``)."""
 
 
 def tool_call_from_row(row: Sequence[Any]) -> ToolCall:
@@ -185,26 +175,15 @@ def cancel_error(by: str, channel: str, reason: str | None) -> str:
     return f"cancelled by {by} via {channel}" + (f": {reason}" if reason else "")
 
 
-def cancel_statements(placeholder: Callable[[int], str]) -> tuple[str, str, str]:
-    """The three writes of a cancel, in one transaction: end the run and take its lease from
-    whoever holds it (the fence goes up, so the holder's next renewal or write finds it lost
-    and stops the run's commands), record who cancelled it, and cancel its pending requests.
-
-    Parameters, in order: (now, error, owner, run_id) -> the new fence; (run_id, fence, by,
-    channel, reason, now); (now, by, channel, reason, run_id).
-    """
-    p = placeholder
-    end = (
-        f"UPDATE runs SET status = 'failed', updated_at = {p(1)}, finished_at = {p(1)}, error = {p(2)}, "
-        f"owner = {p(3)}, fence = fence + 1, lease_expires_at = NULL "
-        f"WHERE run_id = {p(4)} AND status = 'running' RETURNING fence"
-    )
-    record = (
-        "INSERT INTO run_cancellations (run_id, fence, cancelled_by, channel, reason, cancelled_at) "
-        f"VALUES ({p(1)}, {p(2)}, {p(3)}, {p(4)}, {p(5)}, {p(6)})"
-    )
-    requests = (
-        f"UPDATE approvals SET state = 'cancelled', decided_at = {p(1)}, decided_by = {p(2)}, "
-        f"channel = {p(3)}, reason = {p(4)} WHERE run_id = {p(5)} AND state = 'pending'"
-    )
-    return end, record, requests
+# A cancel is three writes in one transaction. It ends the run and takes its lease from
+# whoever holds it: the fence goes up, so the holder's next renewal or write finds the run
+# lost and stops its commands (``RunState.on_lost``); the lease is left free, so entering
+# the run again replays it. Then who cancelled it is recorded, and its pending requests
+# are cancelled.
+CANCEL_RUN = Statement("""UPDATE runs SET status = 'failed', updated_at = {now}, finished_at = {now},
+    error = ?, owner = ?, fence = fence + 1, lease_expires_at = NULL
+    WHERE run_id = ? AND status = 'running' RETURNING fence""")
+RECORD_CANCEL = Statement("""INSERT INTO run_cancellations
+    (run_id, fence, cancelled_by, channel, reason, cancelled_at) VALUES (?, ?, ?, ?, ?, {now})""")
+CANCEL_REQUESTS = Statement("""UPDATE approvals SET state = 'cancelled', decided_at = {now},
+    decided_by = ?, channel = ?, reason = ? WHERE run_id = ? AND state = 'pending'""")
