@@ -80,6 +80,7 @@ async def test_a_person_cancels_a_running_command_from_the_page(
             assert "cancelled by alice via web: wrong customer" in said
             # The command stops: the bridge finds its lease on the run taken.
             outcome = await asyncio.wait_for(asyncio.gather(running, return_exceptions=True), WAIT)
+            await page.locator('li.step[data-step="sleeper"] .marker.cancelled').wait_for()
             await shoot(page, "run-cancelled.png", tmp_path)
     result = outcome[0]
     if isinstance(result, CommandResult):
