@@ -118,6 +118,10 @@ async def test_a_waiting_run_is_cancelled_with_its_request_and_only_by_a_person_
         every = {"cookie": cookie, "origin": origin, "x-toolbridge-token": token}
         status, said = await asyncio.to_thread(post, where, {"reason": "x"}, every)
         assert (status, said["error"]) == (400, "say who cancels: a name of 1 to 200 characters")
+        status, said = await asyncio.to_thread(post, where, {"by": "x" * 201}, every)
+        assert (status, said["error"]) == (400, "say who cancels: a name of 1 to 200 characters")
+        status, said = await asyncio.to_thread(post, where, {"by": "bob", "reason": "x" * 70_000}, every)
+        assert (status, said["error"]) == (413, "a cancel is at most 65536 bytes")
         status, said = await asyncio.to_thread(post, f"{base}api/runs/nope/cancel", {"by": "bob"}, every)
         assert status == 404
         status, said = await asyncio.to_thread(post, where, {"by": "bob", "reason": "duplicate order"}, every)
