@@ -1,3 +1,4 @@
+# docs-sample: run by tests/faces/test_web_docs_examples.py
 """Call `toolbridge mcp --http` with its bearer token, from the official MCP SDK's client.
 
 ``toolbridge mcp app:bridge --http 127.0.0.1:8765`` prints two lines: the server's URL

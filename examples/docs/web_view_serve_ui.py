@@ -1,3 +1,4 @@
+# docs-sample: run by tests/faces/test_web_docs_examples.py
 """Serve the web view from a host program: the login URL is for the person who decides.
 
 Run it with a journal path; it records one run, prints the login URL and serves until you
