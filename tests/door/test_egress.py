@@ -308,3 +308,34 @@ async def test_snippets_take_egress(sandboxed: Bridge, world: tuple[WorldCA, lis
             )
     expected = ["/snippet", "/ts"] if shutil.which("node") is not None else ["/snippet"]
     assert [seen.path for seen in good.seen] == expected
+
+
+async def test_plain_http_and_a_large_body(sandboxed: Bridge, work_dir: Path, tmp_path: Path) -> None:
+    ca = WorldCA(tmp_path)
+    agent = textwrap.dedent(
+        """
+        import json, os, subprocess, sys
+        url = sys.argv[1]
+        with open("/tmp/body", "wb") as handle:
+            handle.write(b"x" * 3_000_000)
+        done = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer " + os.environ["API_TOKEN"],
+                               "--data-binary", "@/tmp/body", url], capture_output=True, text=True)
+        print(done.stdout or done.stderr)
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    async with remotes(ca, CREDENTIAL, 1, tls=False) as (server,):
+        host = f"localhost:{server.port}"
+        egress = Egress(allow=[host], secrets=[Secret("API_TOKEN", CREDENTIAL, hosts=[host])])
+        async with sandboxed.run("plain") as step:
+            result = await step.sandbox.commands.run(
+                "agent",
+                ["python3", "agent.py", f"http://{host}/upload"],
+                cwd=work_dir,
+                egress=egress,
+                timeout=60,
+            )
+    answer = json.loads(result.stdout)
+    assert answer["bearer_ok"] is True
+    assert answer["body_bytes"] == 3_000_000
+    assert [seen.method for seen in server.seen] == ["POST"]

@@ -56,6 +56,7 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
         b"host",
         b"content-length",
+        b"expect",  # answered here (100 Continue); the body goes upstream whole
     }
 )
 PLAIN_PORT = 80
@@ -297,6 +298,8 @@ class EgressDoor:
         method = request.method.decode("ascii", "replace").upper()
         started = time.monotonic()
         body = bytearray()
+        if conn.they_are_waiting_for_100_continue:  # curl waits a second for it otherwise
+            writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         while True:
             event = await _next_event(conn, reader)
             if isinstance(event, h11.Data):
