@@ -25,7 +25,7 @@ from toolbridge._commands.services import Services, command_environment
 from toolbridge._door.door import open_door
 from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable import tracing
-from toolbridge._durable.identity import expect_kind, expect_step
+from toolbridge._durable.identity import env_identity, expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import RunWaiting, SandboxError
@@ -131,7 +131,7 @@ class Commands:
         # changes directory inside its own mount namespace, where a relative path means nothing).
         work_dir = Path.cwd() / cwd if cwd is not None else Path.cwd()
         key, rec = await self._claim(name)
-        identity = {"argv": argv, "tools": sorted(tool_map)}
+        identity = {"argv": argv, "tools": sorted(tool_map), "env": env_identity(env, self._run.secrets)}
         if rec is not None and rec.status == "completed":
             recorded = json.loads(expect_step(rec, "command", identity).output_json or "{}")
             recorded["not_asked_again"] = tuple(recorded.get("not_asked_again", ()))
@@ -206,7 +206,11 @@ async def execute_command(
         expect_kind(rec, kind)
         rec.input_json = canonical(dict(identity))
     else:
-        expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
+        # Run again (not answered from its record): where and with which variables may differ
+        # (a restart's new credentials); what runs may not.
+        expect_step(
+            rec, kind, {name: value for name, value in identity.items() if name not in ("cwd", "env")}
+        )
         rec.reopen()
     run.hold(rec)  # it runs again: in memory until its work ends
     rec.attempts += 1
@@ -252,6 +256,7 @@ async def execute_command(
                 read_only_paths=[*services.runtime.read_only_paths, *(door.read_only_paths if door else [])],
                 writable_paths=[*writable, *(replay.writable_paths if replay else [])],
                 socket_dir=socket_dir,
+                hidden_paths=services.state_paths,
             )
             outcome = await services.launcher.run(spec, scope.stop)
         if replay is not None:

@@ -18,7 +18,7 @@ from typing import Any
 from toolbridge._commands.commands import Commands, execute_command
 from toolbridge._commands.services import Services
 from toolbridge._door.policy import Egress, EgressRule, as_egress
-from toolbridge._durable.identity import expect_step
+from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import SandboxError, SnippetError
@@ -154,7 +154,11 @@ class Sandbox:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
         # A snippet that could not start is tried again; any other outcome is replayed.
-        identity = {"code_sha256": digest(code, 64), "tools": sorted(tool_map)}
+        identity = {
+            "code_sha256": digest(code, 64),
+            "tools": sorted(tool_map),
+            "env": env_identity(env, self._run.secrets),
+        }
         if rec is not None and rec.done and not _failed_to_start(rec):
             return result(expect_step(rec, kind, identity))
 
