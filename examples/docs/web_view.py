@@ -7,7 +7,9 @@ from toolbridge import Bridge
 
 
 def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
+    # As a browser does: keep the cookies the view sets (a login URL starts a session).
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    with opener.open(url, timeout=10) as response:
         body: str = response.read().decode()
         return body
 
