@@ -65,10 +65,11 @@ docs-serve: $(VENV)/.installed
 node-test: $(NODE_DEPS)
 	cd $(NODE_CLIENT) && node --test test/
 
-proto: $(VENV)/.installed
+# The Node messages come from protobuf-es (protoc-gen-es in clients/node, buf in tools/proto-lint).
+proto: $(VENV)/.installed $(BUF) $(NODE_DEPS)
 	$(PY) scripts/gen_proto.py
 
-check-proto: $(VENV)/.installed
+check-proto: $(VENV)/.installed $(BUF) $(NODE_DEPS)
 	$(PY) scripts/gen_proto.py --check
 
 lint: $(VENV)/.installed $(BUF)
