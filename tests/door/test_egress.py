@@ -345,9 +345,10 @@ async def test_plain_http_and_a_large_body(sandboxed: Bridge, work_dir: Path, tm
     assert [seen.method for seen in server.seen] == ["POST"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    """Finished spans, from an SDK configured as an application would (or already was)."""
+    """Finished spans, from an SDK set up as an application would (or as another test did:
+    the provider is process-wide, so this exporter is added to whichever is there)."""
     exporter = InMemorySpanExporter()
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
@@ -355,7 +356,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
         trace.set_tracer_provider(provider)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     yield exporter
-    exporter.shutdown()
+    exporter.clear()
 
 
 async def test_each_request_is_a_span_without_the_value(
