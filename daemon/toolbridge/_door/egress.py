@@ -36,9 +36,9 @@ from toolbridge._calls import approvals
 from toolbridge._calls.scope import CommandScope
 from toolbridge._door.ca import CommandCA
 from toolbridge._door.policy import Egress, EgressRule
-from toolbridge._durable import tracing
 from toolbridge._json import canonical, digest, dumps
 from toolbridge._records import StepRecord
+from toolbridge._telemetry import tracing
 from toolbridge._tools.tool import BoundCall, Tool
 
 __all__ = ["EgressDoor"]
