@@ -3,7 +3,9 @@ secret out of the command, but nothing stops it from going around the door; ``do
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_doctor import doctor
+from tests.faces.conftest import log_in, open_url, serving
 from toolbridge import Bridge, Egress, Secret
 
 from .remote import Remote, WorldCA, remotes
@@ -65,3 +68,30 @@ def test_doctor_says_whether_egress_is_enforced(tmp_path: Path, sandbox: str, st
     _, checks, _ = doctor("--sandbox", sandbox, "--journal", str(tmp_path / "j.db"), cwd=tmp_path)
     assert checks["egress"].startswith(status)
     assert says in checks["egress"]
+
+
+async def test_the_web_view_shows_each_request_and_no_value(
+    tmp_path: Path, world: tuple[WorldCA, Remote]
+) -> None:
+    ca, server = world
+    (tmp_path / "agent.py").write_text(textwrap.dedent(AGENT))
+    journal = tmp_path / "j.db"
+    host = f"localhost:{server.port}"
+    egress = Egress(
+        allow=[host], secrets=[Secret("API_TOKEN", CREDENTIAL, hosts=[host])], upstream_ca=ca.path
+    )
+    async with Bridge(journal=journal, sandbox="process") as bridge, bridge.run("viewed") as step:
+        await step.sandbox.commands.run(
+            "agent", ["python3", "agent.py", str(server.port)], cwd=tmp_path, egress=egress, timeout=60
+        )
+    async for login_url, _ in serving(
+        "ui", "--journal", str(journal), "--port", "0", env=dict(os.environ), prefix="TOOLBRIDGE_UI_URL"
+    ):
+        url, cookie = await asyncio.to_thread(log_in, login_url)
+        status, _, body = await asyncio.to_thread(
+            open_url, url + "api/runs/viewed", headers={"cookie": cookie}
+        )
+        assert status == 200
+        assert f"GET {host}".encode() in body
+        assert b'"egress"' in body
+        assert CREDENTIAL.encode() not in body
