@@ -4,8 +4,10 @@ secret out of the command, but nothing stops it from going around the door; ``do
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import os
+import socket
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from tests.e2e.test_doctor import doctor
 from tests.faces.conftest import log_in, open_url, serving
-from toolbridge import Bridge, Egress, Secret
+from toolbridge import Bridge, Egress, EgressRule, Secret
 
 from .remote import Remote, WorldCA, remotes
 
@@ -95,3 +97,46 @@ async def test_the_web_view_shows_each_request_and_no_value(
         assert f"GET {host}".encode() in body
         assert b'"egress"' in body
         assert CREDENTIAL.encode() not in body
+
+
+async def test_an_allowed_name_resolving_inside_is_refused_unless_private(
+    tmp_path: Path, world: tuple[WorldCA, Remote]
+) -> None:
+    ca, server = world
+    name = socket.gethostname()
+    try:
+        resolved = {info[4][0] for info in socket.getaddrinfo(name, server.port, type=socket.SOCK_STREAM)}
+    except OSError:
+        pytest.skip(f"this machine's name {name!r} does not resolve")
+    if not all(ipaddress.ip_address(address).is_loopback for address in resolved):
+        pytest.skip(f"this machine's name {name!r} does not resolve to loopback only")
+    agent = textwrap.dedent(
+        """
+        import sys, urllib.error, urllib.request
+        try:
+            with urllib.request.urlopen(sys.argv[1], timeout=30) as answer:
+                print(answer.status)
+        except urllib.error.HTTPError as error:
+            print(error.code, error.read().decode().strip())
+        """
+    )
+    (tmp_path / "agent.py").write_text(agent)
+    url = f"https://{name}:{server.port}/inside"
+    said = []
+    async with Bridge(journal=tmp_path / "j.db", sandbox="process") as bridge, bridge.run("inside") as step:
+        for private in (False, True):
+            egress = Egress(allow=[EgressRule(f"{name}:{server.port}", private=private)], upstream_ca=ca.path)
+            result = await step.sandbox.commands.run(
+                f"agent-{private}", ["python3", "agent.py", url], cwd=tmp_path, egress=egress, timeout=60
+            )
+            said.append(result.stdout.strip())
+    assert said[0].startswith("403 toolbridge egress: ")
+    assert "a non-public address" in said[0]
+    assert said[1] == "200"
+    assert [seen.path for seen in server.seen] == ["/inside"]
+
+
+def test_a_secret_may_not_take_a_variable_toolbridge_sets() -> None:
+    for name in ("PATH", "HTTPS_PROXY", "TOOLBRIDGE_TOKEN"):
+        with pytest.raises(ValueError, match="toolbridge sets"):
+            Secret(name, "v", hosts=["api.example.com"])
