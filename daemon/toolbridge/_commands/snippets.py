@@ -20,6 +20,7 @@ from toolbridge._commands.services import Services
 from toolbridge._durable.identity import expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
+from toolbridge._durations import Duration, optional_seconds
 from toolbridge._errors import SandboxError, SnippetError
 from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
@@ -51,7 +52,7 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
-        timeout: float | None = None,
+        timeout: Duration | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Any:
         """Run a Python snippet in the sandbox as a durable step and return its value.
@@ -87,7 +88,7 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
-        timeout: float | None = None,
+        timeout: Duration | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Any:
         """Run a TypeScript snippet under Node as a durable step; see :meth:`python`."""
@@ -121,11 +122,12 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None,
         output: Any,
         tool_options: ToolOptions | None,
-        timeout: float | None,
+        timeout: Duration | None,
         env: Mapping[str, str] | None,
     ) -> Any:
         if not isinstance(code, str):
             raise TypeError("code must be a string")
+        timeout = optional_seconds(timeout, option="timeout")
         tool_map = to_tools(tools or {})
         output_schema = schema_from(output)
         options = tool_options or ToolOptions()

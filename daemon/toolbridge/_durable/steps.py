@@ -13,6 +13,8 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.identity import expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import RunState
+from toolbridge._durations import Duration
+from toolbridge._durations import seconds as to_seconds
 from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
@@ -136,13 +138,13 @@ class Steps:
         identity = {"function": function_name(fn)}
         return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
-    async def sleep(self, step_id: str, seconds: float) -> None:
+    async def sleep(self, step_id: str, seconds: Duration) -> None:
         """Pause durably: a replay after a crash sleeps only what is left.
 
-        Inside a tool, the sleep counts against the call's ``tool_timeout``.
+        ``seconds`` is a number or a duration string (``"250ms"``, ``"5m"``). Inside a tool,
+        the sleep counts against the call's ``tool_timeout``.
         """
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
+        seconds = to_seconds(seconds, option="seconds", allow_zero=True)
 
         async def body(rec: StepRecord) -> None:
             recorded = json.loads(rec.input_json or "{}")
@@ -177,7 +179,7 @@ class Steps:
         return ids
 
     async def wait_for_event(
-        self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
+        self, step_id: str, *, event: str, timeout: Duration, match: Callable[[Event], bool] | None = None
     ) -> Event | None:
         """Wait for an event sent after this step started; ``None`` when ``timeout`` passes.
 
@@ -189,9 +191,10 @@ class Steps:
         Args:
             step_id: The step's id.
             event: The event name to wait for.
-            timeout: Seconds to wait in all.
+            timeout: Seconds to wait in all (a number, or a duration string such as ``"1h"``).
             match: Accepts or rejects a candidate event (for example, by an order id).
         """
+        timeout = to_seconds(timeout, option="timeout", allow_zero=True)
 
         async def body(rec: StepRecord) -> dict[str, Any] | None:
             recorded = json.loads(rec.input_json or "{}")
