@@ -44,7 +44,9 @@ def seconds(value: object, *, option: str, allow_zero: bool = False) -> float:
     else:
         raise _bad(option, value)
     if not math.isfinite(result) or result < 0 or (result == 0 and not allow_zero):
-        raise _bad(option, value, "must be more than zero" if result == 0 else "must be a positive duration")
+        raise _bad(
+            option, value, "must be a duration above zero" if result == 0 else "must be a positive duration"
+        )
     return result
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls import approvals
-from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.hooks import error_hook, finish_hook, start_hook
 from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
@@ -167,6 +167,7 @@ def _is_lean(tool: Tool) -> bool:
     return (
         tool.on_start is None
         and tool.on_finish is None
+        and tool.on_error is None
         and not tool.at_most_once
         and tool.kind != "group"
         and not tool.requires_confirmation
@@ -208,7 +209,7 @@ async def _run_lean_step(
 
     def attempt(number: int) -> Awaitable[Any]:  # the handler's own awaitable: no layer between
         context = _context(scope, rec, number, tool_name) if takes_context else None
-        return _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        return _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
 
     try:
         value = await run_attempts(
@@ -234,6 +235,7 @@ def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) 
         attempt=number,
         tool_name=tool_name,
         step=scope.steps_factory(scope.run, rec.key, scope.options),
+        state=scope.run.memory,
     )
 
 
@@ -301,8 +303,9 @@ async def _run_tool_step(
             attempt=number,
             tool_name=tool_name,
             step=scope.steps_factory(run, key, scope.options),
+            state=run.memory,
         )
-        value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        value = await _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
         if tool.kind == "group":
             await run.mark_stale(key)
         return value
@@ -318,13 +321,16 @@ async def _run_tool_step(
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
+        return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
     _failpoints.hit("after_tool_returned")
     try:
         value = await finish_hook(tool, tool_name, value, rec)
     except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
-    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+        return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
+    result = _result_json(tool, tool_name, value, rec, scope.options)
+    if isinstance(result, ToolError):
+        result = await error_hook(tool, tool_name, result, rec)
+    return await _finish(rec, scope, result=result)
 
 
 def _result_json(

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolbridge._durable.keyfilter import KeyFilter
+from toolbridge._durable.memory import RunMemory
 from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
 from toolbridge._errors import RunLeaseLostError
@@ -122,6 +123,8 @@ class RunState:
         # still ours, so a daemon that was paused does not start steps it no longer owns.
         self.lease_deadline = math.inf
         self.renew: Callable[[], Awaitable[bool]] | None = None
+        # The run's state (ctx.state, step.state): its changes ride on the steps' records.
+        self.memory = RunMemory()
 
     async def load(self, recorded: Sequence[StepRecord]) -> None:
         """Take in what the run recorded before it was entered.
@@ -238,7 +241,9 @@ class RunState:
                     del self._askers[key]
         if rec.seq <= self._entered_seq:
             self._claimed.add(rec.seq)
-        if not rec.done:
+        if rec.done:
+            self.memory.replay(rec)  # answered from the journal: the state as it was then
+        else:
             self.hold(rec)
         if rec.stale:
             rec.stale = False
@@ -268,6 +273,8 @@ class RunState:
         """Keep ``rec`` in memory until the work on its key ends (it runs, or runs again)."""
         self._done.pop(rec.key, None)
         self._live[rec.key] = rec
+        if rec.on_done is None:  # worked on from now: its outcome records the state's changes
+            rec.on_done = self.memory.recorder()
 
     def new_step(
         self, key: str, *, parent_key: str | None, kind: str, name: str, input_json: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge._durable.attempts import run_attempts
@@ -57,6 +57,11 @@ class Steps:
     def run_id(self) -> str:
         """The id of the durable run these steps belong to."""
         return self._run.run_id
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """The run's state, shared with its tools (``ctx.state``); see :mod:`_durable.memory`."""
+        return self._run.memory
 
     async def _claim(self, step_id: str) -> tuple[str, StepRecord | None]:
         """The key of this use of ``step_id``, noted as asked for, and its record if there is one."""

@@ -6,8 +6,8 @@ engine that implements it (``_durable.steps.Steps``), which sits a layer above.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolbridge._tools.events import Event
@@ -15,7 +15,7 @@ from toolbridge._tools.events import Event
 if TYPE_CHECKING:
     from toolbridge._tools.functions import DurableFunction
 
-__all__ = ["StepsAPI", "ToolContext"]
+__all__ = ["Network", "StepsAPI", "ToolContext"]
 
 
 class StepsAPI(Protocol):
@@ -23,6 +23,9 @@ class StepsAPI(Protocol):
 
     @property
     def run_id(self) -> str: ...
+
+    @property
+    def state(self) -> MutableMapping[str, Any]: ...
 
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
@@ -40,6 +43,13 @@ class StepsAPI(Protocol):
 
 
 @dataclass(frozen=True)
+class Network:
+    """``ctx.network`` for code written against AgentKit: ``ctx.network.state`` is ``ctx.state``."""
+
+    state: MutableMapping[str, Any]
+
+
+@dataclass(frozen=True)
 class ToolContext:
     """What a running tool knows about its call.
 
@@ -51,6 +61,9 @@ class ToolContext:
         attempt: 1 for the first attempt, 2 for the first retry, and so on.
         tool_name: The name the sandbox called the tool by.
         step: Durable steps nested under this call (``ctx.step.run``, ``ctx.step.sleep``, ...).
+        state: The run's state, a mapping shared by every tool of the run (and the host's
+            ``step.state``). Values must be JSON data. A change is journaled with the step
+            that made it and restored on replay (see :mod:`toolbridge._durable.memory`).
     """
 
     run_id: str
@@ -59,3 +72,14 @@ class ToolContext:
     attempt: int
     tool_name: str
     step: StepsAPI
+    state: MutableMapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def network(self) -> Network:
+        """AgentKit's spelling of the run's state: ``ctx.network.state``."""
+        return Network(self.state)
+
+    @property
+    def agent(self) -> None:
+        """AgentKit passes the calling agent; a sandbox's call has none."""
+        return None

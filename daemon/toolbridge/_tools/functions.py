@@ -8,7 +8,7 @@ against the trigger's schema, and the caller gets the function's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,11 @@ class FunctionContext:
     event: Event
     step: StepsAPI
     run_id: str
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """The run's state, shared with its tools and host (see ``ToolContext.state``)."""
+        return self.step.state
 
 
 @dataclass(frozen=True)
