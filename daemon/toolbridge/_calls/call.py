@@ -376,7 +376,7 @@ async def _finish(
         # run is live then does what it does after a crash (runs the call again, with the
         # same idempotency key, or refuses an at-most-once tool), and no reply runs ahead of
         # the journal. The server answers UNAVAILABLE.
-        rec.status, rec.output_json, rec.error, rec.finished_at = "running", None, None, None
+        rec.take_back()
         raise
     _failpoints.hit("after_result_recorded")
     return _outcome(rec, replayed=False)

@@ -200,10 +200,10 @@ async def execute_command(
         rec.input_json = canonical(dict(identity))
     else:
         expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
-        rec.status, rec.error, rec.finished_at = "running", None, None
+        rec.reopen()
     run.hold(rec)  # it runs again: in memory until its work ends
     rec.attempts += 1
-    run.journal.write(rec)
+    run.journal.write_soon(rec)
     span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
     scope = CommandScope(
         run=run,

@@ -247,7 +247,7 @@ class RunState:
             self.hold(rec)
         if rec.stale:
             rec.stale = False
-            self.journal.write(rec)
+            self.journal.write_soon(rec)
         return rec
 
     async def take(self, key: str) -> StepRecord | None:
@@ -407,7 +407,7 @@ class RunState:
                 if rec is None or rec.stale or rec.seq in self._claimed:
                     continue
                 rec.stale = True
-                self.journal.write(rec)
+                self.journal.write_soon(rec)
                 marked.append(key)
             if len(page) < PAGE:
                 break

@@ -102,7 +102,7 @@ class Steps:
                 current = run.new_step(
                     key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
                 )
-            run.journal.write(current)
+            run.journal.write_soon(current)
             try:
                 text = dumps(await body(current))
             except ToolError as exc:
@@ -217,7 +217,7 @@ class Steps:
                 rec.attempt_log.append(
                     {"window": len(rec.attempt_log) + 1, "started_at": opened, "finished_at": now()}
                 )
-                self._run.journal.write(rec)
+                self._run.journal.write_soon(rec)
 
         found = await self._durable(
             step_id,

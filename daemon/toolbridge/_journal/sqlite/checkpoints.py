@@ -27,7 +27,7 @@ import logging
 import os
 import sqlite3
 
-from toolbridge._journal.writer import Writer
+from toolbridge._journal.sqlite.writer import Writer
 
 __all__ = ["CHECKPOINT_EVERY", "LOG_LIMIT", "PASSES", "RESTART_WAIT_MS", "Checkpoints"]
 

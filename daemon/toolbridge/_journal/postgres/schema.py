@@ -12,16 +12,20 @@ advisory lock first, so exactly one of them creates the tables and the others fi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
-from toolbridge._journal.postgres_approvals import APPROVALS_MIGRATION
+from toolbridge._journal import approvals
 from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 
 __all__ = ["MIGRATIONS", "migrate"]
+
+# The same table as SQLite's, but a PostgreSQL INTEGER is four bytes: too small for epoch ms.
+APPROVALS_MIGRATION = tuple(re.sub(r"\bINTEGER\b", "BIGINT", sql) for sql in approvals.APPROVALS_MIGRATION)
 
 _LOCK = 0x746F6F6C62  # "toolb": the advisory lock key that serializes migrations
 
