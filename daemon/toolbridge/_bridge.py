@@ -120,7 +120,9 @@ class Bridge:
         self._services: Services | None = None
         self._shutdown = Shutdown(seconds(shutdown_grace, option="shutdown_grace", allow_zero=True))
         self._approval_hub = hub = ApprovalHub(self._journal)
-        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events), hub)
+        self._sidecar = SidecarScopes(
+            self._journal, self._tools, self._runs, nested_steps(self._events, self._registry.functions), hub
+        )
 
     @property
     def address(self) -> str:
@@ -256,8 +258,9 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             doors=self._endpoint.doors,
             events=self._events,
-            steps_factory=nested_steps(self._events),
+            steps_factory=nested_steps(self._events, self._registry.functions),
             approvals=self._approval_hub,
+            functions=self._registry.functions,
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:

@@ -21,6 +21,7 @@ from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
 from toolbridge._schema.schema import SchemaValidationError
 from toolbridge._tools.events import Event
+from toolbridge._tools.functions import FunctionRef, resolve_function
 from toolbridge._tools.tool import call_maybe_async
 
 if TYPE_CHECKING:
@@ -46,8 +47,17 @@ class Steps:
     same on a first run and on replay.
     """
 
-    def __init__(self, events: EventBus, run: RunState, parent_key: str | None, options: ToolOptions) -> None:
+    def __init__(
+        self,
+        events: EventBus,
+        run: RunState,
+        parent_key: str | None,
+        options: ToolOptions,
+        *,
+        functions: Mapping[str, DurableFunction] | None = None,
+    ) -> None:
         self._events = events
+        self._functions: Mapping[str, DurableFunction] = {} if functions is None else functions
         self._run = run
         self._parent_key = parent_key
         self._options = options
@@ -57,6 +67,10 @@ class Steps:
     def run_id(self) -> str:
         """The id of the durable run these steps belong to."""
         return self._run.run_id
+
+    def function(self, function_id: str) -> DurableFunction | None:
+        """The durable function declared with ``function_id`` on this bridge, if there is one."""
+        return self._functions.get(function_id)
 
     @property
     def state(self) -> MutableMapping[str, Any]:
@@ -117,7 +131,7 @@ class Steps:
         return await self._run.single_flight(key, work, shield=False)
 
     def _nested(self, parent_key: str) -> Steps:
-        return Steps(self._events, self._run, parent_key, self._options)
+        return Steps(self._events, self._run, parent_key, self._options, functions=self._functions)
 
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once as a durable step and return its JSON value.
@@ -233,15 +247,21 @@ class Steps:
         )
         return None if found is None else Event.from_dict(found)
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any:
+    async def invoke(
+        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
+    ) -> Any:
         """Run a durable function as a nested step and return its result.
 
-        ``data`` is checked against the function's trigger schema. The function's own steps
-        are journaled under this one, so a retry or replay skips those that completed.
+        ``function`` is the function, or its id (``function_ref("refund")`` or ``"refund"``),
+        found when the step runs among the functions declared on this bridge. ``data`` is
+        checked against the function's trigger schema. The function's own steps are
+        journaled under this one, so a retry or replay skips those that completed.
 
         Raises:
             StepError: when the data is invalid or the function failed.
+            ToolError: ``FunctionNotFound`` when no function has that id here.
         """
+        function = resolve_function(function, self.function)
 
         async def body(rec: StepRecord) -> Any:
             try:
@@ -289,6 +309,10 @@ StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
 """Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""
 
 
-def nested_steps(events: EventBus) -> StepsFactory:
-    """The factory a command's scope uses to give tool groups their ``ctx.step``."""
-    return lambda run, parent_key, options: Steps(events, run, parent_key, options)
+def nested_steps(events: EventBus, functions: Mapping[str, DurableFunction] | None = None) -> StepsFactory:
+    """The factory a command's scope uses to give tool groups their ``ctx.step``.
+
+    ``functions``: the durable functions ``function_ref`` and ``step.invoke`` find by id (the
+    bridge's own mapping, so a function declared later is found at call time).
+    """
+    return lambda run, parent_key, options: Steps(events, run, parent_key, options, functions=functions)

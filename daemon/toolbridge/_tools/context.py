@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolbridge._tools.events import Event
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+    from toolbridge._tools.functions import DurableFunction, FunctionRef
 
 __all__ = ["Network", "StepsAPI", "ToolContext"]
 
@@ -39,7 +39,11 @@ class StepsAPI(Protocol):
         self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
     ) -> Event | None: ...
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any: ...
+    async def invoke(
+        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
+    ) -> Any: ...
+
+    def function(self, function_id: str) -> DurableFunction | None: ...
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from toolbridge._tools.events import Event
 from toolbridge._tools.invoke import call_hook, call_maybe_async
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+    from toolbridge._tools.functions import DurableFunction, FunctionRef
     from toolbridge._tools.tool import BoundCall, Tool
 
 __all__ = ["LocalSteps", "invoke_directly", "tool_context"]
@@ -36,8 +36,14 @@ class LocalSteps:
     finds none (it returns ``None`` at once), ``invoke`` calls the function in place.
     """
 
-    def __init__(self, run_id: str = "test-run", state: MutableMapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str = "test-run",
+        state: MutableMapping[str, Any] | None = None,
+        functions: Sequence[DurableFunction] = (),
+    ) -> None:
         self._run_id = run_id
+        self._functions = {function.id: function for function in functions}
         self._state: MutableMapping[str, Any] = {} if state is None else state
         self.sent: list[Event] = []
 
@@ -80,10 +86,18 @@ class LocalSteps:
     ) -> Event | None:
         return None
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any:
+    def function(self, function_id: str) -> DurableFunction | None:
+        return self._functions.get(function_id)
+
+    async def invoke(
+        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
+    ) -> Any:
+        from toolbridge._tools.functions import resolve_function  # (it imports the tool module)
+
+        function = resolve_function(function, self.function)
         payload = function.trigger.validate(data or {}) if function.trigger else dict(data or {})
         event = function.event(payload, f"inv_{secrets.token_hex(8)}")
-        return await function.call(event, LocalSteps(self._run_id, self._state), self._run_id)
+        return await function.call(event, self, self._run_id)
 
 
 def tool_context(
@@ -92,6 +106,7 @@ def tool_context(
     run_id: str = "test-run",
     state: MutableMapping[str, Any] | None = None,
     attempt: int = 1,
+    functions: Sequence[DurableFunction] = (),
 ) -> ToolContext:
     """A :class:`ToolContext` for running a tool outside a bridge (``tool.invoke(input, ctx)``).
 
@@ -101,6 +116,7 @@ def tool_context(
         state: The run state the tool sees as ``ctx.state`` (and ``ctx.network.state``);
             a fresh dict by default. Pass one dict to several calls to share it.
         attempt: What ``ctx.attempt`` says.
+        functions: Durable functions ``function_ref`` and ``ctx.step.invoke`` find by id.
     """
     state = {} if state is None else state
     return ToolContext(
@@ -109,7 +125,7 @@ def tool_context(
         idempotency_key=f"tbk_direct_{secrets.token_hex(8)}",
         attempt=attempt,
         tool_name=tool_name,
-        step=LocalSteps(run_id, state),
+        step=LocalSteps(run_id, state, functions),
         state=state,
     )
 
