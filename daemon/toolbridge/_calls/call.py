@@ -116,7 +116,7 @@ async def _call_tool(
     tool = scope.tools.get(tool_name)
     if tool is None:
         # The same answer for a tool that does not exist and one given to another command.
-        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
+        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for {scope.caller}")
     positional, named = _parse_arguments(positional_json, named_json)
     scope.calls += 1
     allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
@@ -126,7 +126,8 @@ async def _call_tool(
         return CallOutcome(
             "",
             error=ToolError(
-                f"this command made more than {options.max_calls} tool calls; it is being stopped",
+                f"{scope.caller} made more than {options.max_calls} tool calls; "
+                + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
                 type="MaxCallsExceeded",
             ),
         )

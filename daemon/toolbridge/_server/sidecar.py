@@ -198,6 +198,7 @@ class SidecarScopes:
             steps_factory=self._steps_factory,
             approvals=self._approvals,
             calls=grant.calls,
+            caller=f"sidecar token {grant.id}",
         )
         token_id = grant.id
         scope.count_call = lambda _scope: self.store.count_call(token_id)
