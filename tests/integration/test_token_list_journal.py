@@ -1,4 +1,4 @@
-"""``toolbridge token list --journal PATH`` (and ``revoke``) need no MODULE:ATTR: the tokens live in the journal."""
+"""`toolbridge token list --journal PATH` (and revoke) need no MODULE:ATTR: tokens live in the journal."""
 
 from __future__ import annotations
 
