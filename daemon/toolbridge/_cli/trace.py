@@ -307,7 +307,9 @@ _TONE_STYLE = {"error": "red", "change": "yellow", "wait": "blue", "plain": "dim
 
 
 def _entry_line(entry: dict[str, Any]) -> Text:
-    took = "" if entry["kind"] == "state" else f"  {_duration(entry['duration'])}"  # (not a span of time)
+    took = (
+        "" if entry["kind"] in ("state", "confirmation") else f"  {_duration(entry['duration'])}"
+    )  # (instants)
     line = Text(f"{_cut(entry['label'], REASON)}{took}", style=_TONE_STYLE[entry["tone"]])
     if entry.get("output_error"):
         line.append(f"  output failed validation: {_cut(entry['output_error'], REASON)}", style="red")
