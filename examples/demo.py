@@ -108,8 +108,11 @@ async def main(journal: Path) -> None:
 async def decide_when_asked(bridge: Bridge, run_id: str, journal: Path) -> None:
     """Show the request the sandbox's call made, wait for a person to decide it from the CLI,
     then (nobody did) approve it here, as a person would."""
-    while not (pending := await bridge.approvals.list(run_id)):
-        await asyncio.sleep(0.05)  # a demo's patience; bridge.approvals is the real interface
+    while True:  # a demo polls; an app is told (bridge.approvals, the web view, MCP)
+        pending = await bridge.approvals.list(run_id)
+        if pending:
+            break
+        await asyncio.sleep(0.05)
     req = pending[0]
     wait = float(os.environ.get("TOOLBRIDGE_DEMO_WAIT", "30" if sys.stdin.isatty() else "0"))
     print(f"\n--- the sandbox's call waits for a person: Approve {req.summary}? ---")
