@@ -7,7 +7,7 @@ description=, input=, run=, lifecycle=)``; the handler's ``{ agent, network }`` 
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,11 +37,11 @@ def make_write_file(disk: Path, log: list[Any]) -> Any:
         assert ctx.agent is None  # no agent called it: a sandbox did
         return {"success": True}
 
-    def on_start(event: dict[str, Any]) -> dict[str, Any]:  # onStart: ({ parameters }) => parameters
+    def on_start(event: dict[str, Any]) -> Any:  # onStart: ({ parameters }) => parameters
         log.append(("onStart", event["parameters"]))
         return event["parameters"]
 
-    def on_finish(event: dict[str, Any]) -> dict[str, Any]:  # onFinish: ({ result }) => result
+    def on_finish(event: dict[str, Any]) -> Any:  # onFinish: ({ result }) => result
         log.append(("onFinish", event["result"]))
         return event["result"]
 
@@ -128,20 +128,18 @@ async def test_write_file_as_agentkit_writes_it_in_python_and_node(
         assert step.state["fileWritten"] is True
     assert not (disk / "out.txt").exists()
     # The name as given, in the trace and the definitions.
-    trace = subprocess.run(
-        [str(TOOLBRIDGE), "trace", "seed-001", "--journal", str(journal_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    shown = await asyncio.create_subprocess_exec(
+        TOOLBRIDGE, "trace", "seed-001", "--journal", str(journal_path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(shown.communicate(), 60)
+    trace = out.decode()
     assert "write-file  tool  completed" in trace
     assert "state: fileWritten=true" in trace
     assert [d["name"] for d in tool_definitions(tools)] == ["file-written", "write-file"]
 
 
 async def test_strict_false_and_a_lifecycle_that_refuses(bridge: Bridge) -> None:
-    def refuse_outside_tmp(event: dict[str, Any]) -> dict[str, Any]:
+    def refuse_outside_tmp(event: dict[str, Any]) -> Any:
         if not event["parameters"]["path"].startswith("tmp/"):
             raise ValueError("only tmp/ may be written")  # onStart: throwing prevents the call
         return event["parameters"]
