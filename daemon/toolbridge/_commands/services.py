@@ -47,6 +47,8 @@ class Services:
     steps_factory: StepsFactory
     approvals: ApprovalHub
     functions: Mapping[str, DurableFunction] = field(default_factory=dict)  # (live: read at call time)
+    state_paths: tuple[Path, ...] = ()
+    """The daemon's own files (journal, its -wal/-shm, secret key): never shown to a sandbox."""
 
 
 def command_environment(

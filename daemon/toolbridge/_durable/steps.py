@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
-from toolbridge._durable.identity import expect_step, function_name
+from toolbridge._durable.identity import arguments_identity, expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import RunState
 from toolbridge._durations import Duration
@@ -20,12 +20,13 @@ from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
 from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._tools.context import resolve_function
 from toolbridge._tools.events import Event
-from toolbridge._tools.functions import FunctionRef, resolve_function
+from toolbridge._tools.functions import FunctionRef
 from toolbridge._tools.tool import call_maybe_async
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+    from toolbridge._tools.context import Invocable
 
 __all__ = ["ClaimStep", "Steps", "StepsFactory", "nested_steps"]
 
@@ -54,10 +55,10 @@ class Steps:
         parent_key: str | None,
         options: ToolOptions,
         *,
-        functions: Mapping[str, DurableFunction] | None = None,
+        functions: Mapping[str, Invocable] | None = None,
     ) -> None:
         self._events = events
-        self._functions: Mapping[str, DurableFunction] = {} if functions is None else functions
+        self._functions: Mapping[str, Invocable] = {} if functions is None else functions
         self._run = run
         self._parent_key = parent_key
         self._options = options
@@ -68,7 +69,7 @@ class Steps:
         """The id of the durable run these steps belong to."""
         return self._run.run_id
 
-    def function(self, function_id: str) -> DurableFunction | None:
+    def function(self, function_id: str) -> Invocable | None:
         """The durable function declared with ``function_id`` on this bridge, if there is one."""
         return self._functions.get(function_id)
 
@@ -154,7 +155,10 @@ class Steps:
                 what=f"step {step_id!r}",
             )
 
-        identity = {"function": function_name(fn)}
+        identity = {
+            "function": function_name(fn),
+            "arguments": arguments_identity(args, kwargs, self._run.secrets),
+        }
         return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
     async def sleep(self, step_id: str, seconds: Duration) -> None:
@@ -247,9 +251,7 @@ class Steps:
         )
         return None if found is None else Event.from_dict(found)
 
-    async def invoke(
-        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
-    ) -> Any:
+    async def invoke(self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None) -> Any:
         """Run a durable function as a nested step and return its result.
 
         ``function`` is the function, or its id (``function_ref("refund")`` or ``"refund"``),
@@ -309,7 +311,7 @@ StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
 """Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""
 
 
-def nested_steps(events: EventBus, functions: Mapping[str, DurableFunction] | None = None) -> StepsFactory:
+def nested_steps(events: EventBus, functions: Mapping[str, Invocable] | None = None) -> StepsFactory:
     """The factory a command's scope uses to give tool groups their ``ctx.step``.
 
     ``functions``: the durable functions ``function_ref`` and ``step.invoke`` find by id (the

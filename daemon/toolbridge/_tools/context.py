@@ -8,14 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from toolbridge._tools.events import Event
+from toolbridge._errors import ToolError
+from toolbridge._tools.events import Event, EventType
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction, FunctionRef
+    from toolbridge._tools.functions import FunctionRef
 
-__all__ = ["Network", "StepsAPI", "ToolContext"]
+__all__ = ["Invocable", "Network", "StepsAPI", "ToolContext", "resolve_function"]
+
+
+class Invocable(Protocol):
+    """What ``ctx.step.invoke`` runs: a durable function (``_tools.functions.DurableFunction``).
+
+    A protocol, so that this module need not import the functions module, which imports it.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def trigger(self) -> EventType | None: ...
+
+    def event(self, data: dict[str, Any], event_id: str) -> Event: ...
+
+    async def call(self, event: Event, step: StepsAPI, run_id: str) -> Any: ...
 
 
 class StepsAPI(Protocol):
@@ -40,10 +58,10 @@ class StepsAPI(Protocol):
     ) -> Event | None: ...
 
     async def invoke(
-        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
+        self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None
     ) -> Any: ...
 
-    def function(self, function_id: str) -> DurableFunction | None: ...
+    def function(self, function_id: str) -> Invocable | None: ...
 
 
 @dataclass(frozen=True)
@@ -87,3 +105,24 @@ class ToolContext:
     def agent(self) -> None:
         """AgentKit passes the calling agent; a sandbox's call has none."""
         return None
+
+
+def resolve_function(
+    function: Invocable | FunctionRef | str, lookup: Callable[[str], Invocable | None]
+) -> Invocable:
+    """The function itself, or the one a reference (``function_ref``) or an id names.
+
+    Raises:
+        ToolError: ``FunctionNotFound`` when none has that id.
+    """
+    if not isinstance(function, str) and getattr(function, "call", None) is not None:
+        return cast("Invocable", function)  # (a reference has only an id)
+    function_id = function if isinstance(function, str) else function.id
+    found = lookup(function_id)
+    if found is None:
+        raise ToolError(
+            f"no durable function {function_id!r} is declared on the daemon serving this call; "
+            f"declare it there with @bridge.function(id={function_id!r}, ...)",
+            type="FunctionNotFound",
+        )
+    return found

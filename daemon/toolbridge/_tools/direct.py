@@ -18,7 +18,7 @@ from toolbridge._durations import seconds as to_seconds
 from toolbridge._errors import ToolError
 from toolbridge._records import now
 from toolbridge._schema.schema import SchemaValidationError
-from toolbridge._tools.context import ToolContext
+from toolbridge._tools.context import Invocable, ToolContext, resolve_function
 from toolbridge._tools.events import Event
 from toolbridge._tools.invoke import call_hook, call_maybe_async
 
@@ -43,7 +43,7 @@ class LocalSteps:
         functions: Sequence[DurableFunction] = (),
     ) -> None:
         self._run_id = run_id
-        self._functions = {function.id: function for function in functions}
+        self._functions: dict[str, Invocable] = {function.id: function for function in functions}
         self._state: MutableMapping[str, Any] = {} if state is None else state
         self.sent: list[Event] = []
 
@@ -86,14 +86,10 @@ class LocalSteps:
     ) -> Event | None:
         return None
 
-    def function(self, function_id: str) -> DurableFunction | None:
+    def function(self, function_id: str) -> Invocable | None:
         return self._functions.get(function_id)
 
-    async def invoke(
-        self, step_id: str, *, function: DurableFunction | FunctionRef | str, data: Any = None
-    ) -> Any:
-        from toolbridge._tools.functions import resolve_function  # (it imports the tool module)
-
+    async def invoke(self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None) -> Any:
         function = resolve_function(function, self.function)
         payload = function.trigger.validate(data or {}) if function.trigger else dict(data or {})
         event = function.event(payload, f"inv_{secrets.token_hex(8)}")

@@ -17,11 +17,11 @@ from toolbridge._errors import ToolError
 from toolbridge._records import now
 from toolbridge._schema.schema import SchemaValidationError
 from toolbridge._schema.signature import describe
-from toolbridge._tools.context import StepsAPI, ToolContext
+from toolbridge._tools.context import StepsAPI, ToolContext, resolve_function
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.tool import Tool, call_maybe_async
 
-__all__ = ["DurableFunction", "FunctionContext", "FunctionRef", "function_ref", "resolve_function"]
+__all__ = ["DurableFunction", "FunctionContext", "FunctionRef", "function_ref"]
 
 
 @dataclass(frozen=True)
@@ -138,27 +138,6 @@ def function_ref(id: str, *, description: str = "") -> FunctionRef:
     if not isinstance(id, str) or not id:
         raise ValueError("function_ref needs the id of a durable function")
     return FunctionRef(id=id, description=description)
-
-
-def resolve_function(
-    function: DurableFunction | FunctionRef | str, lookup: Callable[[str], DurableFunction | None]
-) -> DurableFunction:
-    """The function itself, or the one a reference (or id) names.
-
-    Raises:
-        ToolError: ``FunctionNotFound`` when none has that id.
-    """
-    if isinstance(function, DurableFunction):
-        return function
-    function_id = function.id if isinstance(function, FunctionRef) else function
-    found = lookup(function_id)
-    if found is None:
-        raise ToolError(
-            f"no durable function {function_id!r} is declared on the daemon serving this call; "
-            f"declare it there with @bridge.function(id={function_id!r}, ...)",
-            type="FunctionNotFound",
-        )
-    return found
 
 
 def _check_handler(handler: Callable[..., Any], function_id: str) -> None:

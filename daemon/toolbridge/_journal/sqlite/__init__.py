@@ -45,6 +45,7 @@ from toolbridge._journal import rows as r
 from toolbridge._journal import statements as s
 from toolbridge._journal.commit import Done, GroupCommit, Pending
 from toolbridge._journal.sqlite.checkpoints import Checkpoints
+from toolbridge._journal.sqlite.files import check_schema, prepare_file, sqlite_error
 from toolbridge._journal.sqlite.inline import InlineCommits, busy
 from toolbridge._journal.sqlite.migrations import migrate
 from toolbridge._journal.sqlite.statements import (
@@ -119,9 +120,11 @@ class SQLiteJournal(SQLJournal):
         return self._db
 
     async def open(self) -> None:
+        await prepare_file(self.path)  # created 0600 and whole, or checked to be a journal
         # Autocommit mode: the group commit and the migrations write in explicit transactions.
         self._db = await _daemon_thread(aiosqlite.connect(self.path, isolation_level=None))
         try:
+            await check_schema(self._db, self.path)
             await _into_wal(self._db)
             await self._db.execute(f"PRAGMA synchronous={self._durability.upper()}")
             await self._db.execute("PRAGMA busy_timeout=5000")
@@ -135,10 +138,12 @@ class SQLiteJournal(SQLJournal):
             await self._checkpoints.start()
             if self._durability == "normal":
                 self._inline = InlineCommits(self.path)
-        except BaseException:
+        except BaseException as exc:
             await self._db.close()
             self._db = None
             await self._stop_threads()
+            if isinstance(exc, sqlite3.Error):
+                raise sqlite_error(self.path, exc, "opening") from exc
             raise
         eager = None if self._inline is None else self._commit_inline
         self._commits = GroupCommit(self._execute_batch, eager=eager)
@@ -174,7 +179,13 @@ class SQLiteJournal(SQLJournal):
             self._checkpoints = None
 
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
-        return list(await self.db.execute_fetchall(sql, params))
+        try:
+            return list(await self.db.execute_fetchall(sql, params))
+        except sqlite3.Error as exc:  # a damaged page met mid-run: name the file, say what to do
+            raise sqlite_error(self.path, exc, "reading") from exc
+
+    def _named(self, exc: BaseException | None) -> BaseException | None:
+        return sqlite_error(self.path, exc, "writing") if isinstance(exc, sqlite3.Error) else exc
 
     def _host_now(self) -> int:
         # One file, one host: the leases run on its clock (read through this module, where
@@ -191,11 +202,15 @@ class SQLiteJournal(SQLJournal):
     def _execute_batch(self, batch: Sequence[Pending], done: Done) -> None:
         if self._writer is None or self._checkpoints is None:
             raise JournalError("the journal is not open")
-        if self._commit_inline(batch):
+        try:
+            inline = self._commit_inline(batch)
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc, "writing") from exc
+        if inline:
             done(None)
             return
         self._checkpoints.committed()
-        self._writer.submit(lambda db: self._run_batch(db, batch), done)
+        self._writer.submit(lambda db: self._run_batch(db, batch), lambda exc: done(self._named(exc)))
 
     def _commit_inline(self, batch: Sequence[Pending]) -> bool:
         """Commit ``batch`` on the loop, unless the writer should (see :mod:`.inline`)."""
