@@ -109,7 +109,9 @@ async def test_run_it_on_its_own_from_the_command_line(tmp_path: Path) -> None:
     assert json.loads(out) == {"orderId": "A1", "status": "shipped"}
 
 
-async def test_tools_given_to_sandboxed_code_and_a_person_in_the_loop(bridge: Bridge) -> None:
+async def test_tools_given_to_sandboxed_code_and_a_person_in_the_loop(
+    bridge: Bridge, journal_path: Path
+) -> None:
     code = (
         'order = await tools.lookup_order(orderId="A1")\n'
         'said = await tools.echo(text=order["status"])\n'
@@ -128,6 +130,15 @@ async def test_tools_given_to_sandboxed_code_and_a_person_in_the_loop(bridge: Br
     async with bridge.run("agnt5-tools") as step:
         result = await step.sandbox.python("agent", code, tools=tools, tool_options=hold)
     assert result == [{"orderId": "A1", "status": "shipped"}, "echo: shipped", True, "erin"]
+    # The trace shows the wait once, across the pause and the resume, with how long it took.
+    process = await asyncio.create_subprocess_exec(
+        TOOLBRIDGE, "trace", "agnt5-tools", "--journal", str(journal_path), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), WAIT)
+    waits = [line for line in out.decode().splitlines() if "for a person's decision" in line]
+    assert len(waits) == 1, out.decode()
+    assert "waited for a person's decision: approved  " in waits[0]
+    assert not waits[0].endswith("…")
 
 
 async def test_an_agent_in_tools_is_called_as_a_tool_named_after_it(sandbox: str, tmp_path: Path) -> None:
