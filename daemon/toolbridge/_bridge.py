@@ -322,9 +322,12 @@ class Bridge:
         return await self._sidecar.store.list()
 
     def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
-        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its URL.
+        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its
+        login URL (``http://127.0.0.1:PORT/?token=...``).
 
-        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Needs
+        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Opening
+        the URL once logs a browser in (the token then is spent); every page and decision
+        needs that login. Give the URL to the person who decides, never to a sandbox. Needs
         ``toolbridge[ui]``.
         """
         self._require_open()

@@ -86,9 +86,10 @@ class RunSummary:
     """A run as ``toolbridge runs`` lists it."""
 
     run_id: str
-    # waiting: open on a request for a person's decision; interrupted: shown for a run left
+    # waiting: open on a request for a person's decision; cancelled: ended by a person (see
+    # _journal.runquery); interrupted: shown for a run left
     # running by a daemon whose lease ran out (it died), never stored (see _ui.view.as_shown)
-    status: RunStatus | Literal["waiting", "interrupted"]
+    status: RunStatus | Literal["waiting", "interrupted", "cancelled"]
     started_at: float
     updated_at: float
     finished_at: float | None

@@ -215,3 +215,31 @@ async def test_settings_that_cannot_work_are_refused_before_connecting(tmp_path:
     missing = await call(tmp_path, "tls://localhost:1", ca=tmp_path / "nowhere.pem")
     assert missing["type"] == "NotConfigured"
     assert missing["message"] == f"TOOLBRIDGE_TLS_CA={tmp_path / 'nowhere.pem'}: cannot read it (ENOENT)"
+
+
+async def test_the_guides_sample_runs_over_mutual_tls(tmp_path: Path, pki: Pki, serve: Any) -> None:
+    # docs/guides/node-client-tls.md includes examples/docs/node_tls_agent.js.
+    sample = Path(__file__).resolve().parents[2] / "examples" / "docs" / "node_tls_agent.js"
+    node_path = tmp_path / "node_path"
+    node_path.mkdir()
+    (node_path / "inngest_tools").symlink_to(CLIENT.parent)
+    server = await serve(pki.server, client_ca=pki.ca.cert)
+    expired = await serve(pki.expired)
+    env = {"PATH": os.environ["PATH"], "NODE_PATH": str(node_path), "TOOLBRIDGE_TOKEN": TOKEN}
+    env |= {"TOOLBRIDGE_TLS_CA": str(pki.ca.cert)}
+    env |= {"TOOLBRIDGE_TLS_CERT": str(pki.client.cert), "TOOLBRIDGE_TLS_KEY": str(pki.client.key)}
+    outcomes = []
+    for port in (server.port, expired.port):
+        process = await asyncio.create_subprocess_exec(
+            "node",
+            sample,
+            env=env | {"TOOLBRIDGE_ADDRESS": f"tls://localhost:{port}"},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), WAIT)
+        outcomes.append((process.returncode, stdout.decode(), stderr.decode()))
+    assert outcomes == [
+        (0, '["hello over TLS"]\n', ""),
+        (1, "", f"TLSError: the daemon at tls://localhost:{expired.port}: its TLS certificate has expired\n"),
+    ]

@@ -153,9 +153,11 @@ async def _serve(
 
 
 @contextlib.asynccontextmanager
-async def remotes(ca: WorldCA, credential: str, count: int) -> AsyncIterator[list[Remote]]:
-    """``count`` HTTPS servers on the host's loopback, each on a port of its own."""
-    context = ca.server_context()
+async def remotes(
+    ca: WorldCA, credential: str, count: int, *, tls: bool = True
+) -> AsyncIterator[list[Remote]]:
+    """``count`` HTTPS servers (plain HTTP with ``tls=False``) on the host's loopback."""
+    context = ca.server_context() if tls else None
     started: list[Remote] = []
     try:
         for _ in range(count):

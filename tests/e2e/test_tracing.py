@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from tests.helpers import call_request, held_command, raw_call, result_of
 from toolbridge import Bridge, ToolError, ToolOptions, tool
-from toolbridge._durable import tracing
+from toolbridge._telemetry import tracing
 from toolbridge._tools.context import ToolContext
 
 _EXPORTER = InMemorySpanExporter()

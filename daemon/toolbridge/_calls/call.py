@@ -8,7 +8,7 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,6 @@ from toolbridge._calls.hooks import error_hook, finish_hook, start_hook
 from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
-from toolbridge._durable import tracing
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
@@ -25,6 +24,7 @@ from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_st
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._telemetry import tracing
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.tool import Tool
 
@@ -212,20 +212,7 @@ async def _run_lean_step(
         context = _context(scope, rec, number, tool_name) if takes_context else None
         return _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
 
-    try:
-        value = await run_attempts(
-            rec,
-            attempt,
-            attempts=tool.attempts or scope.options.attempts,
-            options=scope.options,
-            journal=run.journal,
-            timeout=tool.timeout or scope.options.tool_timeout,
-            what=f"tool {tool_name!r}",
-        )
-    except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
-    _failpoints.hit("after_tool_returned")
-    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+    return await _attempts_then_finish(scope, tool, tool_name, rec, attempt)
 
 
 def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) -> ToolContext:
@@ -311,25 +298,34 @@ async def _run_tool_step(
             await run.mark_stale(key)
         return value
 
+    return await _attempts_then_finish(scope, tool, tool_name, rec, attempt)
+
+
+async def _attempts_then_finish(
+    scope: CommandScope, tool: Tool, tool_name: str, rec: StepRecord, attempt: Callable[[int], Awaitable[Any]]
+) -> CallOutcome:
+    """What both paths do once the tool may run: its attempts, ``on_finish``, the outcome
+    validated and committed before the reply."""
     try:
         value = await run_attempts(
             rec,
             attempt,
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
-            journal=journal,
+            journal=scope.run.journal,
             timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
         return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
     _failpoints.hit("after_tool_returned")
-    try:
-        value = await finish_hook(tool, tool_name, value, rec)
-    except ToolError as exc:
-        return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
+    if tool.on_finish is not None:  # (never on the lean path)
+        try:
+            value = await finish_hook(tool, tool_name, value, rec)
+        except ToolError as exc:
+            return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
     result = _result_json(tool, tool_name, value, rec, scope.options)
-    if isinstance(result, ToolError):
+    if isinstance(result, ToolError) and tool.on_error is not None:
         result = await error_hook(tool, tool_name, result, rec)
     return await _finish(rec, scope, result=result)
 

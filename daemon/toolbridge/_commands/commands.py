@@ -24,7 +24,6 @@ from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
 from toolbridge._door.door import open_door
 from toolbridge._door.policy import Egress, EgressRule, as_egress
-from toolbridge._durable import tracing
 from toolbridge._durable.identity import env_identity, expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
@@ -34,6 +33,7 @@ from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
+from toolbridge._telemetry import tracing
 from toolbridge._tools.convert import to_tools
 
 __all__ = ["CommandResult", "Commands", "execute_command"]

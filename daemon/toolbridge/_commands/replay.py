@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
-from toolbridge._durable import tracing
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import PAGE, RunState
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
+from toolbridge._telemetry import tracing
 
 __all__ = ["REPLAY_VARIABLE", "ClientReplay"]
 

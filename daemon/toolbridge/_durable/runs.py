@@ -23,13 +23,13 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
 from toolbridge._durations import seconds
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
 from toolbridge._secrets import SecretBox, key_file_beside, state_dir
+from toolbridge._telemetry import tracing
 
 __all__ = ["Runs"]
 

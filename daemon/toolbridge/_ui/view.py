@@ -127,22 +127,24 @@ def _reason(output_error: dict[str, Any]) -> str:
     return str(output_error.get("exception", "")).partition(": ")[2]
 
 
-def step_marker(step: StepRecord, *, run_finished: bool) -> str:
+def step_marker(step: StepRecord, *, run_finished: bool, cancelled: bool = False) -> str:
     """A word for what the step is doing now, beyond its status ("" when nothing to add)."""
     if step.stale:
         return "not asked for again"
     if step.status != "running":
         return ""
+    if cancelled:
+        return "cancelled"  # stopped by a person's cancel: its daemon could no longer record it
     if run_finished:
         return "interrupted"  # left running by a run that ended or crashed: a replay runs it again
     return {"wait_for_event": "waiting", "sleep": "sleeping"}.get(step.kind, "running")
 
 
-def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
+def _node_view(node: TraceNode, *, run_finished: bool, cancelled: bool = False) -> dict[str, Any]:
     data = node.to_dict()
     data.pop("children")
     data["entries"] = [entry_view(entry) for entry in node.step.attempt_log]
-    data["marker"] = step_marker(node.step, run_finished=run_finished)
+    data["marker"] = step_marker(node.step, run_finished=run_finished, cancelled=cancelled)
     data["error_text"] = error_text(node.step.error)
     # What the page needs to decide a pending request, beside what the trace shows of it.
     data["approvals"] = [
@@ -155,7 +157,9 @@ def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
         }
         for req in node.approvals
     ]
-    data["children"] = [_node_view(child, run_finished=run_finished) for child in node.children]
+    data["children"] = [
+        _node_view(child, run_finished=run_finished, cancelled=cancelled) for child in node.children
+    ]
     return data
 
 
@@ -174,5 +178,8 @@ def run_view(
     finished = run.status not in ("running", "waiting")
     return {
         **run_summary_view(run),
-        "tree": [_node_view(node, run_finished=finished) for node in build_tree(steps, requests)],
+        "tree": [
+            _node_view(node, run_finished=finished, cancelled=run.status == "cancelled")
+            for node in build_tree(steps, requests)
+        ],
     }
