@@ -23,6 +23,7 @@ from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
+from toolbridge._durations import Duration, optional_seconds
 from toolbridge._errors import SandboxError, SnippetError
 from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
@@ -44,7 +45,7 @@ class SnippetOptions(TypedDict, total=False):
     tools: Mapping[str, object] | Sequence[object] | None
     output: Any
     tool_options: ToolOptions | None
-    timeout: float | None
+    timeout: Duration | None
     env: Mapping[str, str] | None
     egress: Egress | Sequence[str | EgressRule] | None
 
@@ -123,6 +124,7 @@ class Sandbox:
         if not isinstance(code, str):
             raise TypeError("code must be a string")
         lang = LANGUAGES[language]
+        timeout = optional_seconds(options.get("timeout"), option="timeout")
         runner = lang.runner(self._services.runtime)
         env = options.get("env")
         tool_map = to_tools(options.get("tools") or {})
@@ -150,7 +152,7 @@ class Sandbox:
                     options=options.get("tool_options") or ToolOptions(),
                     identity={"code": code, **identity},
                     cwd=work_dir,
-                    timeout=options.get("timeout"),
+                    timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     writable=[work_dir],
                     egress=as_egress(options.get("egress")),
