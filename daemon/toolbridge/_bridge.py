@@ -349,6 +349,7 @@ class Bridge:
         *,
         run_id: str | None = None,
         tool_options: ToolOptions | None = None,
+        wait: float | None = None,
     ) -> Any:
         """Call a registered tool from the host, as a durable step of its own run.
 
@@ -361,6 +362,7 @@ class Bridge:
             arguments: Named arguments as a dict, or positional ones as a list.
             run_id: The run the call belongs to; a fresh one when omitted.
             tool_options: Timeout, attempts and size limits (``ToolOptions()`` by default).
+            wait: Seconds to wait for another bridge holding the run (see :meth:`run`).
 
         Returns:
             The tool's result, as JSON data.
@@ -374,7 +376,7 @@ class Bridge:
         from toolbridge._calls.host import call_registered_tool
 
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self.run(run_id):
+        async with self.run(run_id, wait=wait):
             state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
             assert state is not None
@@ -389,18 +391,26 @@ class Bridge:
             )
 
     @contextlib.asynccontextmanager
-    async def run(self, run_id: str | None = None) -> AsyncIterator[Step]:
+    async def run(self, run_id: str | None = None, *, wait: float | None = None) -> AsyncIterator[Step]:
         """Enter a durable run; entering the same id again replays it.
+
+        A run held by a process of this machine that is gone (a host killed and started
+        again) is taken over at once. A run another live bridge holds is waited for.
 
         Args:
             run_id: The run's id; a fresh one when omitted.
+            wait: Seconds to wait for a live holder to leave or its lease to end (a little
+                over ``run_lease`` by default; ``0`` does not wait).
+
+        Raises:
+            RunBusyError: when a live holder still holds the run after ``wait``, naming it.
 
         Yields:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
         services = self._require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self._runs.session(run_id) as state:
+        async with self._runs.session(run_id, wait=wait) as state:
             yield Step(services, state)
 
 
