@@ -217,7 +217,7 @@ async def _run_lean_step(
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
             journal=run.journal,
-            timeout=scope.options.tool_timeout,
+            timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
@@ -314,7 +314,7 @@ async def _run_tool_step(
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
             journal=journal,
-            timeout=scope.options.tool_timeout,
+            timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:

@@ -76,6 +76,23 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     doctor.set_defaults(handler=_doctor)
 
 
+def _egress(sandbox: str) -> Check:
+    """Whether ``egress=`` can be served, and whether this launcher enforces it."""
+    for module in ("cryptography", "h11"):
+        try:
+            importlib.metadata.version(module)
+        except importlib.metadata.PackageNotFoundError:
+            return Check("note", "egress", f"{module} is not installed: pip install 'toolbridge[egress]'")
+    if sandbox == "bwrap":
+        return Check("ok", "egress", "enforced: a bwrap command reaches the network only through its door")
+    return Check(
+        "note",
+        "egress",
+        "offered, not enforced: the process launcher has no network namespace, so a command can go "
+        "around its door (placeholders still keep secrets out of it); use --sandbox bwrap to enforce",
+    )
+
+
 def _python() -> Check:
     version = ".".join(map(str, sys.version_info[:3]))
     try:
@@ -195,7 +212,7 @@ def _cgroups() -> Check:
 
 
 def _cache_dir() -> Path:
-    """Where the daemon caches sandbox runtimes (as the README says)."""
+    """Where the daemon caches sandbox runtimes (as docs/get-started/install.md says)."""
     configured = os.environ.get("TOOLBRIDGE_RUNTIME_DIR")
     if configured:
         return Path(configured)
@@ -350,6 +367,7 @@ def _doctor(args: argparse.Namespace) -> int:
         _cgroups(),
         _runtime_cache(),
         _journal(Path(args.journal)),
+        _egress(sandbox),
     ]
     for check in checks:
         print(check.line(), flush=True)

@@ -22,7 +22,7 @@ from toolbridge._tools.events import Event
 from toolbridge._tools.tool import call_maybe_async
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+    from toolbridge._tools.context import Invocable
 
 __all__ = ["ClaimStep", "Steps", "StepsFactory", "nested_steps"]
 
@@ -228,7 +228,7 @@ class Steps:
         )
         return None if found is None else Event.from_dict(found)
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any:
+    async def invoke(self, step_id: str, *, function: Invocable, data: Any = None) -> Any:
         """Run a durable function as a nested step and return its result.
 
         ``data`` is checked against the function's trigger schema. The function's own steps
