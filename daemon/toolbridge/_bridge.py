@@ -28,7 +28,7 @@ from toolbridge._records import check_run_id
 from toolbridge._sandbox.kinds import SandboxKind, launcher_for
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
-from toolbridge._secrets import key_file_beside, state_dir
+from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
@@ -74,6 +74,10 @@ class Bridge:
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
         connection_idle: Seconds a sandbox's connection may carry no call before it is closed.
+        secret_key: The host's key for secrets kept in the journal (sealed results, keyed
+            hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
+            missing). By default a ``.key`` file beside a SQLite journal; give the same key to
+            every host sharing a PostgreSQL journal.
 
     Example::
 
@@ -98,6 +102,7 @@ class Bridge:
         recover: bool = False,
         shutdown_grace: float = 5.0,
         connection_idle: float = DEFAULT_CONNECTION_IDLE,
+        secret_key: bytes | str | os.PathLike[str] | None = None,
     ) -> None:
         self._endpoint = Endpoint(
             socket=socket, listen=listen, max_bytes=max_request_bytes, idle=connection_idle
@@ -108,7 +113,13 @@ class Bridge:
         self._registry = Registry(tools or {})
         self._tools = self._registry.tools
         self._background: set[asyncio.Future[Any]] = set()
-        self._runs = Runs(self._journal, self._background, lease=run_lease)
+        self._key_file = None if secret_key is None or isinstance(secret_key, bytes) else Path(secret_key)
+        secrets = None
+        if isinstance(secret_key, bytes):
+            secrets = SecretBox(secret_key)
+        elif self._key_file is not None:
+            secrets = SecretBox.from_file(self._key_file)
+        self._runs = Runs(self._journal, self._background, lease=run_lease, secrets=secrets)
         self._events = EventBus(self._journal)
         self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
@@ -253,7 +264,7 @@ class Bridge:
             events=self._events,
             steps_factory=nested_steps(self._events),
             approvals=self._approval_hub,
-            state_paths=_state_paths(self._journal),
+            state_paths=(*_state_paths(self._journal), *([self._key_file] if self._key_file else [])),
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
