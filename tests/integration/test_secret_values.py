@@ -24,9 +24,9 @@ from pydantic import BaseModel, SecretStr
 from tests.e2e.test_tracing import spans  # the host's span exporter (one per test session)
 from tests.helpers import wait_until
 from toolbridge import Bridge, CommandResult, tool
-from toolbridge._durable import tracing
-from toolbridge._durable.otlp import run_spans
 from toolbridge._journal.base import open_journal
+from toolbridge._telemetry import tracing
+from toolbridge._telemetry.otlp import run_spans
 from toolbridge._ui.view import run_view
 
 __all__ = ["spans"]

@@ -19,17 +19,17 @@ import contextlib
 import functools
 import hashlib
 import logging
-import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
+from toolbridge._durations import Duration, seconds
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus, StepRecord
 from toolbridge._secrets import SecretBox, key_file_beside, state_dir
+from toolbridge._telemetry import tracing
 
 __all__ = ["Runs"]
 
@@ -42,17 +42,11 @@ POLL = 0.2
 
 
 def check_wait(wait: object) -> float:
-    if isinstance(wait, bool) or not isinstance(wait, int | float) or not math.isfinite(wait) or wait < 0:
-        raise ValueError(f"wait must be a number of seconds of at least 0, not {wait!r}")
-    return float(wait)
+    return seconds(wait, option="wait", allow_zero=True)
 
 
 def check_lease(lease: object) -> float:
-    if isinstance(lease, bool) or not isinstance(lease, int | float):
-        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
-    if not math.isfinite(lease) or lease <= 0:
-        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
-    return float(lease)
+    return seconds(lease, option="run_lease")
 
 
 class Runs:
@@ -107,7 +101,7 @@ class Runs:
         """Seconds an entry waits for a live holder by default: a little over one lease."""
         return self._lease * 1.1 + 1.0
 
-    async def enter(self, run_id: str, *, wait: float | None = None) -> RunState:
+    async def enter(self, run_id: str, *, wait: Duration | None = None) -> RunState:
         """Enter ``run_id`` (taking its lease, recording it as running); return its shared state.
 
         A holder known dead (a process of this machine that is gone) is taken over at once; a
@@ -148,7 +142,7 @@ class Runs:
             raise
         return state
 
-    async def _enter_waiting(self, run_id: str, limit: int, wait: float | None) -> list[StepRecord]:
+    async def _enter_waiting(self, run_id: str, limit: int, wait: Duration | None) -> list[StepRecord]:
         wait = self.default_wait if wait is None else check_wait(wait)
         deadline = time.monotonic() + wait
         while True:
@@ -225,7 +219,7 @@ class Runs:
                     await self._journal.release_run(state.run_id)
 
     @contextlib.asynccontextmanager
-    async def session(self, run_id: str, *, wait: float | None = None) -> AsyncIterator[RunState]:
+    async def session(self, run_id: str, *, wait: Duration | None = None) -> AsyncIterator[RunState]:
         """Enter ``run_id`` for the block; its outcome is the run's.
 
         A block that raises ``RunWaiting`` or is cancelled leaves the run open for the next

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import Steps
+from toolbridge._durations import Duration
 from toolbridge._errors import JournalError, RunBusyError
 from toolbridge._tools.events import Event
 from toolbridge._tools.functions import DurableFunction
@@ -36,7 +37,9 @@ log = logging.getLogger("toolbridge")
 class EnterRun(Protocol):
     """Enters a run (``bridge.run``)."""
 
-    def __call__(self, run_id: str, *, wait: float | None = None) -> AbstractAsyncContextManager[Steps]: ...
+    def __call__(
+        self, run_id: str, *, wait: Duration | None = None
+    ) -> AbstractAsyncContextManager[Steps]: ...
 
 
 class Triggers:

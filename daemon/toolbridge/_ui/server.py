@@ -11,8 +11,9 @@ import uvicorn
 
 from toolbridge._ui.app import ui_app
 from toolbridge._ui.journal import Journal
+from toolbridge._ui.login import Login
 
-__all__ = ["serve_journal"]
+__all__ = ["listen", "serve_journal"]
 
 HOST = "127.0.0.1"
 
@@ -25,9 +26,13 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
-def _listen(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def listen(port: int) -> socket.socket:
+    """The view's listening socket on ``127.0.0.1:port``: the one place it is made."""
+    # IPPROTO_TCP by name: asyncio sets TCP_NODELAY on accepted sockets only when the socket
+    # says it is TCP, and without it a keep-alive client waits on Nagle for every answer.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
     try:
         sock.bind((HOST, port))
         # Listening before uvicorn starts: a browser that connects at once waits in the backlog.
@@ -43,19 +48,21 @@ async def serve_journal(journal: Journal, *, port: int = 0) -> AsyncIterator[str
     """Serve the web view of ``journal`` (open) on ``127.0.0.1:port`` while the block runs.
 
     Yields:
-        The view's URL (``port=0`` picks a free port).
+        The view's login URL, ``http://127.0.0.1:PORT/?token=...`` (``port=0`` picks a free
+        port): opening it once logs a browser in; nothing else can.
 
     Raises:
         OSError: when the port cannot be bound.
     """
     if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
         raise ValueError("port must be a whole number from 0 to 65535")
-    sock = _listen(port)
-    config = uvicorn.Config(ui_app(journal), log_level="warning", lifespan="off")
+    sock = listen(port)
+    login = Login()
+    config = uvicorn.Config(ui_app(journal, login), log_level="warning", lifespan="off")
     server = _EmbeddedServer(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
-        yield f"http://{HOST}:{sock.getsockname()[1]}/"
+        yield f"http://{HOST}:{sock.getsockname()[1]}/?token={login.token}"
     finally:
         server.should_exit = True
         try:
