@@ -28,7 +28,18 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "daemon" / "toolbridge"
 # Top-level parts of `toolbridge` and their layer; each may import only what is below it.
 LAYERS: dict[str, float] = {
     **dict.fromkeys(
-        ["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity", "_secrets"], 0
+        [
+            "_errors",
+            "_records",
+            "_json",
+            "_options",
+            "_tokens",
+            "_futures",
+            "_affinity",
+            "_secrets",
+            "_durations",
+        ],
+        0,
     ),
     **dict.fromkeys(["_schema", "_journal", "_sandbox", "_telemetry"], 1),
     "_tools": 2,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls import approvals
-from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.hooks import error_hook, finish_hook, start_hook
 from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
@@ -116,7 +116,7 @@ async def _call_tool(
     tool = scope.tools.get(tool_name)
     if tool is None:
         # The same answer for a tool that does not exist and one given to another command.
-        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
+        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for {scope.caller}")
     positional, named = _parse_arguments(positional_json, named_json)
     scope.calls += 1
     allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
@@ -126,7 +126,8 @@ async def _call_tool(
         return CallOutcome(
             "",
             error=ToolError(
-                f"this command made more than {options.max_calls} tool calls; it is being stopped",
+                f"{scope.caller} made more than {options.max_calls} tool calls; "
+                + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
                 type="MaxCallsExceeded",
             ),
         )
@@ -167,6 +168,7 @@ def _is_lean(tool: Tool) -> bool:
     return (
         tool.on_start is None
         and tool.on_finish is None
+        and tool.on_error is None
         and not tool.at_most_once
         and tool.kind != "group"
         and not tool.requires_confirmation
@@ -208,7 +210,7 @@ async def _run_lean_step(
 
     def attempt(number: int) -> Awaitable[Any]:  # the handler's own awaitable: no layer between
         context = _context(scope, rec, number, tool_name) if takes_context else None
-        return _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        return _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
 
     return await _attempts_then_finish(scope, tool, tool_name, rec, attempt)
 
@@ -221,6 +223,7 @@ def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) 
         attempt=number,
         tool_name=tool_name,
         step=scope.steps_factory(scope.run, rec.key, scope.options),
+        state=scope.run.memory,
     )
 
 
@@ -288,8 +291,9 @@ async def _run_tool_step(
             attempt=number,
             tool_name=tool_name,
             step=scope.steps_factory(run, key, scope.options),
+            state=run.memory,
         )
-        value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        value = await _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
         if tool.kind == "group":
             await run.mark_stale(key)
         return value
@@ -313,14 +317,17 @@ async def _attempts_then_finish(
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
+        return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
     _failpoints.hit("after_tool_returned")
     if tool.on_finish is not None:  # (never on the lean path)
         try:
             value = await finish_hook(tool, tool_name, value, rec)
         except ToolError as exc:
-            return await _finish(rec, scope, error=exc)
-    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+            return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
+    result = _result_json(tool, tool_name, value, rec, scope.options)
+    if isinstance(result, ToolError) and tool.on_error is not None:
+        result = await error_hook(tool, tool_name, result, rec)
+    return await _finish(rec, scope, result=result)
 
 
 def _result_json(

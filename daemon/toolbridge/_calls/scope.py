@@ -45,6 +45,8 @@ class CommandScope:
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.
     count_call: Callable[[CommandScope], Awaitable[bool]] | None = None
     trace_context: Context | None = None  # the command's span: the parent of calls that carry none
+    # Who the caller is, in errors: a sidecar's or MCP client's calls come from no command.
+    caller: str = "this command"
 
     def __post_init__(self) -> None:
         self.keys = KeyCounter(self.run)

@@ -307,9 +307,10 @@ _TONE_STYLE = {"error": "red", "change": "yellow", "wait": "blue", "plain": "dim
 
 
 def _entry_line(entry: dict[str, Any]) -> Text:
-    line = Text(
-        f"{_cut(entry['label'], REASON)}  {_duration(entry['duration'])}", style=_TONE_STYLE[entry["tone"]]
-    )
+    took = (
+        "" if entry["kind"] in ("state", "confirmation") else f"  {_duration(entry['duration'])}"
+    )  # (instants)
+    line = Text(f"{_cut(entry['label'], REASON)}{took}", style=_TONE_STYLE[entry["tone"]])
     if entry.get("output_error"):
         line.append(f"  output failed validation: {_cut(entry['output_error'], REASON)}", style="red")
     elif entry.get("error"):

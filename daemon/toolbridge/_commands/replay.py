@@ -57,7 +57,7 @@ __all__ = ["REPLAY_VARIABLE", "ClientReplay"]
 
 REPLAY_VARIABLE = "TOOLBRIDGE_REPLAY"
 FORMAT = 1
-_CALL_KEY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9_]*@[0-9a-f]+)(?:#(?P<occurrence>[0-9]+))?")
+_CALL_KEY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9_-]*@[0-9a-f]+)(?:#(?P<occurrence>[0-9]+))?")
 _TAKEN = re.compile(r"(?P<entry>[0-9]+)\.(?P<occurrence>[0-9]+)")
 MEMORY_DIR = Path("/dev/shm")
 """Where the records go when it is there: taking a record creates a file, which costs about

@@ -87,8 +87,23 @@ def elicitation(req: ApprovalRequest, bridge: Bridge) -> types.ElicitRequest | N
             "properties": {"reason": {"type": "string", "title": "Reason (optional)"}},
         }
     return types.ElicitRequest(
-        params=types.ElicitRequestFormParams(message=how_to_decide(req, bridge), requested_schema=requested)
+        params=types.ElicitRequestFormParams(message=question(req, bridge), requested_schema=requested)
     )
+
+
+def question(req: ApprovalRequest, bridge: Bridge) -> str:
+    """What a person is asked: ``Approve refund(order_id="o1", amount=500)?``, then the CLI line
+    as a hint (for deciding elsewhere, or later)."""
+    summary = req.summary.rstrip()
+    if req.kind == "input":
+        asked = summary if summary.endswith("?") else f"{summary}?"
+        verb = "answer"
+    else:
+        asked = f"Approve {summary.rstrip('?')}?"
+        verb = "approve"
+    journal = f" --journal {bridge.journal_location}" if bridge.journal_location else ""
+    answer = " ANSWER" if req.kind == "input" else ""
+    return f"{asked}\n\n(Or from a terminal: toolbridge approvals {verb} {req.id}{answer}{journal})"
 
 
 async def apply_responses(bridge: Bridge, responses: dict[str, Any], *, run_id: str, tool: str) -> set[str]:

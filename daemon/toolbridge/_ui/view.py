@@ -3,7 +3,8 @@
 A step's ``attempt_log`` mixes three kinds of entries, told apart here once: attempts
 (``{"attempt": n, ...}``, with an ``output_error`` when the result failed its output schema),
 lifecycle hooks (``{"hook": "on_start", ...}``) and the windows of a wait
-(``{"window": n, ...}``, one per ``wait_window`` that passed without the event).
+(``{"window": n, ...}``, one per ``wait_window`` that passed without the event); and the
+changes the step made to the run's state (``{"state": {key: {"value": ...}}}``).
 """
 
 from __future__ import annotations
@@ -73,7 +74,18 @@ def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
             label, tone = f"{hook}: kept it as it was", "plain"
         return {**view, "kind": "hook", "label": label, "tone": tone}
     if "approval" in entry:  # the request itself is shown under the call
-        return {**view, "kind": "approval", "label": "waited for a person's decision", "tone": "wait"}
+        if view["started_at"] is None:  # recorded before waits had times: one instant
+            view.update(started_at=entry.get("at"), finished_at=entry.get("at"), duration=None)
+        label = "waits for a person's decision" if entry.get("waiting") else "waited for a person's decision"
+        if entry.get("state") and not entry.get("waiting"):
+            label += f": {entry['state']}"
+        return {**view, "kind": "approval", "label": label, "tone": "wait"}
+    if "state" in entry and isinstance(entry["state"], dict):
+        shown = ", ".join(
+            f"{key} deleted" if change.get("deleted") else f"{key}={json.dumps(change.get('value'))}"
+            for key, change in entry["state"].items()
+        )
+        return {**view, "kind": "state", "label": f"state: {shown}", "tone": "change"}
     if "confirmation" in entry:  # the verdict of a requires_confirmation callable
         verdict = "a person decides" if entry.get("required") else "not needed"
         failed = f" (it raised {entry['error']})" if entry.get("error") else ""
