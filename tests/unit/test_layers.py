@@ -28,6 +28,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "daemon" / "toolbridge"
 # Top-level parts of `toolbridge` and their layer; each may import only what is below it.
 LAYERS: dict[str, float] = {
     **dict.fromkeys(["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity"], 0),
+    "_tls": 0,
     **dict.fromkeys(["_schema", "_journal", "_sandbox"], 1),
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
