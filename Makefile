@@ -23,7 +23,7 @@ BENCH_ARGS ?=
 # them, and they fail (rather than skip) when it is missing.
 test pytest: export TOOLBRIDGE_BROWSER_TESTS := 1
 
-.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps dist
+.PHONY: demo test proto check-proto lint typecheck pytest node-deps node-test bench clean system-deps dist docs docs-serve
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@echo "toolbridge: installing the Python environment in $(VENV) (first time only)" >&2
@@ -49,15 +49,27 @@ system-deps:
 demo: $(VENV)/.installed $(NODE_DEPS) system-deps
 	$(PY) examples/demo.py
 
-test: $(VENV)/.installed check-proto lint typecheck node-test pytest
+test: $(VENV)/.installed check-proto lint typecheck docs node-test pytest
+
+# The documentation site (mkdocs.yml, docs/), built strictly: a broken link or anchor, a page
+# missing from the nav, a sample file that is not there or a reference entry that names nothing
+# fails it. Offline and a few seconds; part of `make test`. Its samples (examples/docs/) are run
+# by tests/docs/.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# The site at http://127.0.0.1:8000/, rebuilt as the pages change.
+docs-serve: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
 node-test: $(NODE_DEPS)
 	cd $(NODE_CLIENT) && node --test test/
 
-proto: $(VENV)/.installed
+# The Node messages come from protobuf-es (protoc-gen-es in clients/node, buf in tools/proto-lint).
+proto: $(VENV)/.installed $(BUF) $(NODE_DEPS)
 	$(PY) scripts/gen_proto.py
 
-check-proto: $(VENV)/.installed
+check-proto: $(VENV)/.installed $(BUF) $(NODE_DEPS)
 	$(PY) scripts/gen_proto.py --check
 
 lint: $(VENV)/.installed $(BUF)
@@ -89,4 +101,4 @@ dist: $(VENV)/.installed $(NODE_DEPS)
 	cd $(NODE_CLIENT) && npm pack --silent --pack-destination ../../dist
 
 clean:
-	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules dist
+	rm -rf $(VENV) $(NODE_CLIENT)/node_modules tools/proto-lint/node_modules dist site

@@ -1,8 +1,11 @@
 """The build hook of the ``toolbridge`` distribution: the Node client goes into the wheel.
 
-Node sandboxes need the ``inngest_tools`` npm package and its dependencies: ``typescript``,
-which the TypeScript runner needs (the client speaks gRPC over ``node:http2`` and needs none;
-its ``devDependencies``, for its tests, are never taken). The wheel carries them, resolved, below
+Node sandboxes need the ``inngest_tools`` npm package and its dependencies: ``@bufbuild/protobuf``
+(the client's messages; it speaks gRPC over ``node:http2``), and ``typescript``, which the
+TypeScript runner needs: an optional peer dependency of the npm package, installed in the
+checkout (a devDependency too), so the wheel carries it for the daemon's own TypeScript
+snippets. The other ``devDependencies``, for the client's tests and ``make proto``, are never
+taken. The wheel carries them, resolved, below
 ``toolbridge/_sandbox/runtime/node_client`` (where the daemon looks before a checkout), so that
 ``pip install toolbridge`` alone runs Node commands and TypeScript snippets: no npm at run
 time. They come from ``clients/node`` after ``npm ci`` (``make node-deps``); the sdist carries
@@ -37,6 +40,8 @@ CLIENT_DISTRIBUTION = "inngest-tools"
 # Of typescript, the runner loads lib/typescript.js alone (it only transpiles): the compiler
 # CLI, the language server, the lib.*.d.ts declarations and the translated messages stay out.
 _ONLY = {"typescript": {"package.json", "LICENSE.txt", "ThirdPartyNoticeText.txt", "lib/typescript.js"}}
+# Of @bufbuild/protobuf, the client loads the CommonJS build alone (index.mjs imports index.js).
+_ONLY_UNDER = {"@bufbuild/protobuf": ("dist/cjs/",)}
 # Type declarations, TypeScript sources and source maps are never loaded by Node at run time.
 _NEVER = (".ts", ".mts", ".cts", ".map")
 
@@ -56,6 +61,9 @@ def _needed(name: str, relative: PurePosixPath) -> bool:
     """Whether a dependency's file is one Node may load (or its licence)."""
     if name in _ONLY:
         return relative.as_posix() in _ONLY[name]
+    nested = len(relative.parts) > 1  # the package's own top-level files (package.json, LICENSE) stay
+    if name in _ONLY_UNDER and nested and not relative.as_posix().startswith(_ONLY_UNDER[name]):
+        return False
     return not relative.name.endswith(_NEVER)
 
 

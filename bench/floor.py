@@ -34,8 +34,9 @@ import grpc
 from call_latency import CLIENTS, _run_raw, _start_raw_echo
 from grpc import aio
 
-from toolbridge._journal import rows, statements
+from toolbridge._journal import rows
 from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.sqlite.statements import UPSERT_STEP
 from toolbridge._json import canonical, digest, dumps, loads_strict
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.runtime.python import build_runtime
@@ -98,7 +99,7 @@ class Floor:
             )
             value = await (run_in_thread(_echo_sync, *positional) if in_thread else _echo_async(*positional))
             rec.complete(dumps(value))
-            self._db.execute(statements.UPSERT_STEP, (*rows.step_row(rec), RUN_ID, self._fence))
+            self._db.execute(UPSERT_STEP, (*rows.step_row(rec), RUN_ID, self._fence))
             reply = pb.CallToolStreamResponse(call_id=request.call_id)
             reply.response.step_key = key
             reply.response.result_json = (rec.output_json or "null").encode()

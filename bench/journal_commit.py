@@ -26,6 +26,7 @@ import aiosqlite
 from toolbridge._journal.commit import GroupCommit, Pending, awaiting
 from toolbridge._journal.rows import STEP_COLUMNS, step_row
 from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.statements import STEP
 from toolbridge._records import StepRecord
 
 CALLERS = 32
@@ -83,7 +84,7 @@ async def one_round(work: Path, writes: int) -> dict[str, dict[str, float]]:
         commits = GroupCommit(awaiting(one_statement))
 
         async def grouped(rec: StepRecord) -> None:
-            await commits.add("step", (rec.run_id, rec.key), step_row(rec))
+            await commits.add(STEP, (rec.run_id, rec.key), step_row(rec))
 
         baseline = await measure(grouped, writes)
         await commits.drain()

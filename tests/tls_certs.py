@@ -1,18 +1,95 @@
-"""Certificates made by the real ``openssl`` program, for the TLS tests.
+"""Certificate authorities and certificates made with the real ``openssl`` command, for TLS tests.
 
-A throwaway CA signs server and client certificates, valid now or chosen to be broken in one
-way each (expired, for another host, from another CA), with ``openssl ca`` so that any
-validity window can be given, including one in the past. Keys are P-256: quick to make.
+Each is an EC P-256 key and a PEM certificate in a directory of the test's own. A leaf names its
+hosts in subjectAltName (DNS names and IP addresses), is for a server or a client (extended key
+usage), and may be made already expired (``days=-1``: its notAfter is a day before now, which
+OpenSSL 3.0's ``x509 -days`` writes as it is told).
+
+:func:`new_ca` gives a :class:`CA` that issues with ``openssl ca`` instead, so that any
+validity window can be given (one wholly in the past, or not begun yet).
 """
 
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CA", "Issued", "make_ca"]
+__all__ = ["CA", "CertPair", "Issued", "make_ca", "make_cert", "new_ca"]
+
+
+@dataclass(frozen=True)
+class CertPair:
+    """A certificate and its private key, both PEM files."""
+
+    cert: Path
+    key: Path
+
+
+def _openssl(*args: str | Path, cwd: Path) -> None:
+    subprocess.run(["openssl", *map(str, args)], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _new_key(directory: Path, name: str) -> Path:
+    key = directory / f"{name}.key"
+    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key, cwd=directory)
+    return key
+
+
+def make_ca(directory: Path, name: str = "toolbridge test CA") -> CertPair:
+    """A self-signed CA, valid for two days."""
+    slug = name.replace(" ", "-")
+    key = _new_key(directory, slug)
+    cert = directory / f"{slug}.pem"
+    _openssl(
+        "req", "-x509", "-new", "-key", key, "-out", cert, "-days", "2", "-subj", f"/CN={name}",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        cwd=directory,
+    )  # fmt: skip
+    return CertPair(cert=cert, key=key)
+
+
+def make_cert(
+    directory: Path,
+    ca: CertPair,
+    name: str,
+    *,
+    hosts: Sequence[str] = ("localhost", "127.0.0.1"),
+    client: bool = False,
+    days: int = 1,
+) -> CertPair:
+    """A leaf certificate signed by ``ca``: for ``hosts``, a server's (or a client's), ``days`` long."""
+    key = _new_key(directory, name)
+    request = directory / f"{name}.csr"
+    cert = directory / f"{name}.pem"
+    _openssl("req", "-new", "-key", key, "-out", request, "-subj", f"/CN={name}", cwd=directory)
+    names = []
+    for host in hosts:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            names.append(f"DNS:{host}")
+        else:
+            names.append(f"IP:{host}")
+    extensions = directory / f"{name}.ext"
+    lines = [
+        "basicConstraints=critical,CA:FALSE",
+        "keyUsage=critical,digitalSignature",
+        f"extendedKeyUsage={'clientAuth' if client else 'serverAuth'}",
+    ]
+    if names:
+        lines.append(f"subjectAltName={','.join(names)}")
+    extensions.write_text("\n".join(lines) + "\n")
+    _openssl(
+        "x509", "-req", "-in", request, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial",
+        "-out", cert, "-days", str(days), "-extfile", extensions,
+        cwd=directory,
+    )  # fmt: skip
+    return CertPair(cert=cert, key=key)
+
 
 _CA_CONFIG = """\
 [ ca ]
@@ -31,7 +108,7 @@ commonName = supplied
 """
 
 
-def _openssl(*args: str | Path, cwd: Path) -> None:
+def _openssl_ca(*args: str | Path, cwd: Path) -> None:
     done = subprocess.run(["openssl", *map(str, args)], cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"openssl {' '.join(map(str, args))} failed: {done.stderr.strip()}")
@@ -83,11 +160,11 @@ class CA:
             "[ v3 ]\nbasicConstraints = critical,CA:FALSE\nkeyUsage = critical,digitalSignature\n"
             f"extendedKeyUsage = {usage}\n" + (f"subjectAltName = {alt}\n" if alt else "")
         )
-        _openssl(
+        _openssl_ca(
             "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key, cwd=self.dir
         )
-        _openssl("req", "-new", "-key", key, "-subj", f"/CN={name}", "-out", request, cwd=self.dir)
-        _openssl(
+        _openssl_ca("req", "-new", "-key", key, "-subj", f"/CN={name}", "-out", request, cwd=self.dir)
+        _openssl_ca(
             "ca", "-batch", "-notext", "-config", self.dir / "ca.cnf",
             "-cert", self.cert, "-keyfile", self.key, "-in", request, "-out", cert,
             "-startdate", _stamp(start), "-enddate", _stamp(end),
@@ -97,7 +174,7 @@ class CA:
         return Issued(cert, key)
 
 
-def make_ca(directory: Path, name: str = "toolbridge test CA") -> CA:
+def new_ca(directory: Path, name: str = "toolbridge test CA") -> CA:
     """A new CA in ``directory`` (created), valid from an hour ago for two days."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "issued").mkdir(exist_ok=True)
@@ -105,8 +182,10 @@ def make_ca(directory: Path, name: str = "toolbridge test CA") -> CA:
     (directory / "serial").write_text("1000\n")
     (directory / "ca.cnf").write_text(_CA_CONFIG.format(dir=directory))
     key, cert = directory / "ca.key", directory / "ca.pem"
-    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key, cwd=directory)
-    _openssl(
+    _openssl_ca(
+        "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key, cwd=directory
+    )
+    _openssl_ca(
         "req", "-x509", "-new", "-key", key, "-subj", f"/CN={name}", "-days", "2", "-out", cert,
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
         cwd=directory,

@@ -12,7 +12,11 @@
 // taking `tools`, `ToolError` and `definitions`; stack traces point into the snippet through
 // an inline source map. The JSON of the returned value goes to the file named by
 // TOOLBRIDGE_RESULT_PATH (stdout without it). Exit codes: 0 done, 1 the snippet threw or does
-// not compile, 2 usage, 3 the returned value is not JSON.
+// not compile, 2 usage, 3 the returned value is not JSON, 4 TypeScript is not installed.
+//
+// `typescript` is an optional peer dependency of inngest_tools: `require("inngest_tools")` never
+// loads it, and only this runner needs it (the toolbridge wheel carries it for the daemon's own
+// snippets). Without it the runner says what to install.
 
 const fs = require("node:fs");
 const path = require("node:path");
@@ -30,12 +34,32 @@ const CODE_CACHE = path.join(__dirname, ".cache", "typescript.v8");
 
 class SnippetSyntaxError extends SyntaxError {}
 
+/** TypeScript cannot be found from here: what to install, in one line. */
+class TypeScriptMissingError extends Error {
+  constructor() {
+    super(
+      "the TypeScript runner needs the typescript package, an optional peer dependency of inngest_tools " +
+        "that is not installed: run `npm install typescript` where inngest_tools is installed",
+    );
+  }
+}
+
+/** Where `typescript` resolves from here. @throws {TypeScriptMissingError} when nowhere. */
+function typeScriptFile() {
+  try {
+    return require.resolve("typescript");
+  } catch (error) {
+    if (error.code === "MODULE_NOT_FOUND") throw new TypeScriptMissingError();
+    throw error;
+  }
+}
+
 /**
  * The TypeScript compiler, compiled from the V8 code cache when there is one. V8 checks that
  * the cache matches the source and this Node; a cache it rejects costs only the time it saves.
  */
 function loadTypeScript({ cachedData } = {}) {
-  const file = require.resolve("typescript");
+  const file = typeScriptFile();
   const script = new vm.Script(Module.wrap(fs.readFileSync(file, "utf8")), { filename: file, cachedData });
   const compiled = new Module(file, module);
   compiled.filename = file;
@@ -52,7 +76,7 @@ function compiler() {
     try {
       cachedData = fs.readFileSync(CODE_CACHE);
     } catch {
-      typescript = require("typescript");
+      typescript = require(typeScriptFile());
       return typescript;
     }
     typescript = loadTypeScript({ cachedData }).ts;
@@ -65,11 +89,18 @@ function compiler() {
  * so that the functions those run are compiled in them too.
  */
 async function buildCache() {
-  const loaded = loadTypeScript();
-  typescript = loaded.ts;
-  transpile("const warm: number = await Promise.resolve(1);\nreturn warm;", "warm.ts");
-  fs.mkdirSync(path.dirname(CODE_CACHE), { recursive: true });
-  fs.writeFileSync(CODE_CACHE, loaded.script.createCachedData());
+  let loaded = null;
+  try {
+    loaded = loadTypeScript();
+  } catch (error) {
+    if (!(error instanceof TypeScriptMissingError)) throw error; // no TypeScript: no snippets to speed up
+  }
+  if (loaded !== null) {
+    typescript = loaded.ts;
+    transpile("const warm: number = await Promise.resolve(1);\nreturn warm;", "warm.ts");
+    fs.mkdirSync(path.dirname(CODE_CACHE), { recursive: true });
+    fs.writeFileSync(CODE_CACHE, loaded.script.createCachedData());
+  }
   await load(path.join(__dirname, "lib", "warmup.js")).warmUp();
   writeCache();
 }
@@ -118,7 +149,7 @@ function compile(source, filename) {
 }
 
 function describe(error) {
-  if (error instanceof SnippetSyntaxError) return error.message;
+  if (error instanceof SnippetSyntaxError || error instanceof TypeScriptMissingError) return error.message;
   if (error instanceof ToolError) {
     return `${util.inspect(error)}\nToolError: ${error.type}: ${error.message}`;
   }
@@ -158,6 +189,6 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
     process.stderr.write(`${describe(error)}\n`);
-    process.exit(1);
+    process.exit(error instanceof TypeScriptMissingError ? 4 : 1);
   },
 );

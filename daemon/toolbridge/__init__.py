@@ -12,6 +12,7 @@ from toolbridge._definitions.build import (
     ToolDefinitions,
     tool_definitions,
 )
+from toolbridge._door.policy import Egress, EgressRule, Secret
 from toolbridge._durable.steps import Steps
 from toolbridge._errors import (
     ApprovalError,
@@ -37,6 +38,7 @@ from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type
 from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.shim import ShimCall
 from toolbridge._tools.tool import Tool, tool
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "DefinitionWarning",
     "DroppedConstraint",
     "DurableFunction",
+    "Egress",
+    "EgressRule",
     "Event",
     "EventType",
     "FunctionContext",
@@ -59,6 +63,8 @@ __all__ = [
     "RunWaiting",
     "SandboxError",
     "SandboxLimits",
+    "Secret",
+    "ShimCall",
     "SidecarToken",
     "SnippetError",
     "Step",

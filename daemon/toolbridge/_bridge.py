@@ -9,6 +9,7 @@ import os
 import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar, overload
 
@@ -27,6 +28,7 @@ from toolbridge._records import check_run_id
 from toolbridge._sandbox.kinds import SandboxKind, launcher_for
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
+from toolbridge._secrets import key_file_beside, state_dir
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
@@ -279,6 +281,7 @@ class Bridge:
             events=self._events,
             steps_factory=nested_steps(self._events),
             approvals=self._approval_hub,
+            state_paths=_state_paths(self._journal),
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
@@ -358,6 +361,7 @@ class Bridge:
         """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
             await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
+            await self._runs.close()
             await self._sidecar.close()
         finally:
             self._shutdown.remove()
@@ -426,3 +430,14 @@ class Bridge:
         run_id = check_run_id(run_id or uuid.uuid4().hex)
         async with self._runs.session(run_id) as state:
             yield Step(services, state)
+
+
+def _state_paths(journal: Journal) -> tuple[Path, ...]:
+    """The daemon's own files, hidden from every sandbox (see ``LaunchSpec.hidden_paths``)."""
+    found: list[Path] = [state_dir()]
+    path = getattr(journal, "path", None)
+    if path is not None:
+        base = os.path.abspath(path)
+        found += [Path(base + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+        found.append(key_file_beside(base))
+    return tuple(found)

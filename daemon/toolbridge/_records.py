@@ -60,6 +60,18 @@ class StepRecord:
         self.error = error
         self.finished_at = now()
 
+    def reopen(self) -> None:
+        """Run the step again: ``running``, its last error and finish time cleared."""
+        self.status, self.error, self.finished_at = "running", None, None
+
+    def take_back(self) -> None:
+        """Undo an outcome the journal could not record: ``running`` again, with no output.
+
+        What is not on disk must not be in memory either: a replay while the run is live
+        then does what it does after a crash.
+        """
+        self.status, self.output_json, self.error, self.finished_at = "running", None, None, None
+
 
 @dataclass(frozen=True)
 class RunSummary:

@@ -151,14 +151,20 @@ def test_node_accepts_the_environment_for_an_awkward_path(tmp_path: Path) -> Non
     assert (done.returncode, done.stdout) == (0, "function\n"), done.stderr
 
 
-def test_the_checkout_client_needs_typescript_alone_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    # @grpc/grpc-js is a devDependency (the tests' fake daemon): `npm ci` installs it in the
-    # checkout, and neither the sandboxes' copy nor the wheel takes it.
+def test_the_checkout_client_needs_protobuf_and_takes_typescript_where_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # @grpc/grpc-js and protoc-gen-es are devDependencies (the tests' fake daemon, `make
+    # proto`): `npm ci` installs them in the checkout, and neither the sandboxes' copy nor the
+    # wheel takes them. typescript is an optional peer (only the TypeScript runner needs it):
+    # installed in the checkout, so the sandboxes' copy and the wheel carry it.
     monkeypatch.delenv("TOOLBRIDGE_NODE_CLIENT", raising=False)
     manifest = json.loads((CHECKOUT_CLIENT / "package.json").read_text())
-    assert sorted(manifest["dependencies"]) == ["typescript"]
-    assert "@grpc/grpc-js" in manifest["devDependencies"]
-    assert sorted(str(place) for place in find_node_client().dependencies.values()) == ["typescript"]
+    assert sorted(manifest["dependencies"]) == ["@bufbuild/protobuf"]
+    assert manifest["peerDependenciesMeta"] == {"typescript": {"optional": True}}
+    assert {"@grpc/grpc-js", "@bufbuild/protoc-gen-es", "typescript"} <= manifest["devDependencies"].keys()
+    places = sorted(str(place) for place in find_node_client().dependencies.values())
+    assert places == ["@bufbuild/protobuf", "typescript"]
 
 
 def test_the_checkout_client_is_laid_out_with_code_caches_node_accepts(
@@ -187,7 +193,15 @@ def test_the_checkout_client_is_laid_out_with_code_caches_node_accepts(
         check=True,
     )
     outcomes = json.loads(done.stdout)
-    assert {"lib/client.js", "lib/connection.js", "lib/h2.js", "lib/hpack.js"} <= outcomes.keys()
+    runtime = "node_modules/@bufbuild/protobuf/dist/cjs"
+    assert {
+        "lib/client.js",
+        "lib/connection.js",
+        "lib/transport.js",
+        "lib/proto.js",
+        "proto/toolbridge/v1/toolbridge_pb.js",
+        f"{runtime}/to-binary.js",
+    } <= outcomes.keys()
     assert set(outcomes.values()) == {"cached"}, outcomes
 
 

@@ -1,6 +1,6 @@
 """Kill a real daemon at every failpoint, and at random ones, and check what the journal promised.
 
-What these tests prove (stated in the README's durability section):
+What these tests prove (stated in docs/explanations/journal.md, "What the crash tests prove"):
 - the journal passes PRAGMA integrity_check after any kill;
 - every result a sandbox received was committed before it was sent (nothing acknowledged is lost);
 - a call that completed before a crash is never run again: replay answers it from the journal;

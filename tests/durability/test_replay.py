@@ -34,7 +34,8 @@ async def main():
     for group in plan["groups"]:
         calls = [call(name, *args) for name, args in group]
         answers.extend(await asyncio.gather(*calls))
-    json.dump(answers, open(f"answers-{os.environ['ENTRY']}.json", "w"))
+    entry = open("entry").read() if os.path.exists("entry") else "1"
+    json.dump(answers, open(f"answers-{entry}.json", "w"))
     if plan.get("block"):
         await tools.block()
 
@@ -73,10 +74,10 @@ def write_plan(work: Path, groups: list[list[tuple[str, list[Any]]]], *, block: 
 
 
 async def enter(journal: Path, work: Path, tools: Tools, entry: int, run_id: str = "r") -> Any:
+    # The entry's number in a file, not in env=: another env is another step to a replay.
+    (work / "entry").write_text(str(entry))
     async with Bridge(journal=journal) as bridge, bridge.run(run_id) as step:
-        return await step.sandbox.commands.run(
-            "agent", "python3 agent.py", tools=tools.mapping(), cwd=work, env={"ENTRY": str(entry)}
-        )
+        return await step.sandbox.commands.run("agent", "python3 agent.py", tools=tools.mapping(), cwd=work)
 
 
 async def interrupt(journal: Path, work: Path, tools: Tools, entry: int) -> None:
@@ -236,7 +237,7 @@ async def test_the_same_command_asked_twice_at_once_starts_one_process(
             async with bridge.run("single") as step:
                 asking.set()  # commands.run reaches the in-flight command without yielding
                 return await step.sandbox.commands.run(
-                    "agent", "python3 agent.py", tools=tools.mapping(), cwd=tmp_path, env={"ENTRY": "1"}
+                    "agent", "python3 agent.py", tools=tools.mapping(), cwd=tmp_path
                 )
 
         first = asyncio.create_task(entry())
@@ -267,7 +268,6 @@ async def test_failing_calls_are_retried_with_one_idempotency_key(journal_path: 
             "python3 agent.py",
             tools={"flaky": tool.step(run=flaky, attempts=3)},
             cwd=tmp_path,
-            env={"ENTRY": "1"},
             tool_options=ToolOptions(retry_backoff=0.01),
         )
     assert result.exit_code == 0, result.stderr

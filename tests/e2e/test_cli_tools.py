@@ -1,8 +1,9 @@
 """``toolbridge call`` and ``toolbridge definitions`` as a newcomer runs them: the installed
 console script, in a fresh directory holding a module that defines a bridge.
 
-The first test replays the README's example: it writes the module the README shows and runs
-its transcript, comparing what each command prints with what the README says it prints.
+The first test replays the documentation's example (the command-line guide includes
+``examples/docs/shop_tools.py`` and its transcript ``shop_tools.console``): it copies the module
+and runs the transcript, comparing what each command prints with what the page says it prints.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from toolbridge import DefinitionWarning, tool_definitions
 from toolbridge._cli.target import load_bridge
 
-README = Path(__file__).parent.parent.parent / "README.md"
+SAMPLES = Path(__file__).parent.parent.parent / "examples" / "docs"
 TOOLBRIDGE = Path(sys.executable).parent / "toolbridge"
 TIMEOUT = 60
 
@@ -92,22 +93,16 @@ def executions(shop: Path) -> int:
     return len(runs.read_text()) if runs.exists() else 0
 
 
-# -- the README, as written ------------------------------------------------------------------
+# -- the documentation, as written ---------------------------------------------------------
 
 
-def readme_example() -> tuple[str, str]:
-    """The module and the console transcript of the README's command-line example."""
-    text = README.read_text()
-    section = text[text.index("### From the command line") :]
-    module = re.search(r"```python\n# shop_tools\.py\n(.*?)```", section, re.DOTALL)
-    transcript = re.search(r"```console\n(.*?)```", section, re.DOTALL)
-    assert module is not None
-    assert transcript is not None
-    return module.group(1), transcript.group(1)
+def documented_example() -> tuple[str, str]:
+    """The module and the console transcript of the command-line guide's example."""
+    return (SAMPLES / "shop_tools.py").read_text(), (SAMPLES / "shop_tools.console").read_text()
 
 
-def test_the_readme_example_runs_as_shown(tmp_path: Path) -> None:
-    module, transcript = readme_example()
+def test_the_documented_example_runs_as_shown(tmp_path: Path) -> None:
+    module, transcript = documented_example()
     (tmp_path / "shop_tools.py").write_text(module)
     # Split the transcript into (command, expected output) pairs.
     steps = re.split(r"^\$ (.*)\n", transcript, flags=re.MULTILINE)[1:]
@@ -117,7 +112,7 @@ def test_the_readme_example_runs_as_shown(tmp_path: Path) -> None:
         assert argv[0] == "toolbridge"
         ran = toolbridge(tmp_path, *argv[1:])
         shown = ran.stdout + ran.stderr
-        if expected.endswith("...\n"):  # the README shows the start of a long output
+        if expected.endswith("...\n"):  # the page shows the start of a long output
             assert shown.startswith(expected.removesuffix("...\n")), command
         else:
             assert shown == expected, command

@@ -43,7 +43,16 @@ def _path_with(tmp_path: Path, *programs: str) -> str:
 def test_a_machine_with_everything_is_ready(tmp_path: Path, sandbox: str) -> None:
     status, checks, closing = doctor("--sandbox", sandbox, "--journal", str(tmp_path / "j.db"), cwd=tmp_path)
     assert (status, closing) == (0, f"toolbridge doctor: ready for sandbox={sandbox!r}")
-    expected = ["python", "node", "bubblewrap", "user namespaces", "cgroups", "runtime cache", "journal"]
+    expected = [
+        "python",
+        "node",
+        "bubblewrap",
+        "user namespaces",
+        "cgroups",
+        "runtime cache",
+        "journal",
+        "egress",
+    ]
     expected += [
         f"a {kind} under {sandbox}" for kind in ("Python command", "Node command", "TypeScript snippet")
     ]

@@ -38,7 +38,8 @@ async def refund(args, ctx):
     return {"refunded": True}
 
 async def main():
-    async with Bridge(journal=journal, sandbox=sandbox, shutdown_grace=20) as bridge:
+    # A grace far longer than the test waits: closing must return when the call ends.
+    async with Bridge(journal=journal, sandbox=sandbox, shutdown_grace=3600) as bridge:
         bridge.install_signal_handlers()
         async with bridge.run("order-1") as step:
             await step.sandbox.commands.run(

@@ -72,6 +72,7 @@ async def test_sigterm_mid_call_finishes_the_call_journals_it_stops_the_sandbox_
             host.kill()
             await host.wait()
     assert host.returncode == 0, err.decode()
+    assert "still running" not in err.decode()  # nothing was left to cancel
     assert out.decode().splitlines() == ["closed"]  # the command did not end by itself
     assert processes_with(marker) == []  # the sandbox was stopped
     with sqlite3.connect(journal_path) as db:
@@ -190,3 +191,45 @@ async def test_calls_after_shutdown_began_are_refused_while_the_one_in_flight_fi
         release.set()
         assert await asyncio.wait_for(client, WAIT) == [{"result": "done"}, {"error": "Unavailable"}]
         await asyncio.wait_for(closing, WAIT)
+
+
+async def test_closing_returns_when_the_last_call_ends_not_after_the_grace(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run's block is cancelled (as a signal does) while its call runs; the grace is an hour."""
+    entered, release = asyncio.Event(), asyncio.Event()
+    bridge = Bridge(journal=tmp_path / "close.db", shutdown_grace=3600)
+
+    @bridge.tool
+    async def settle() -> str:
+        entered.set()
+        await release.wait()
+        return "settled"
+
+    async def body() -> None:
+        async with bridge.run("close-1"):
+            await asyncio.Event().wait()  # the host's own work, until the signal
+
+    await bridge.__aenter__()
+    try:
+        holder = asyncio.ensure_future(body())
+        token = (await bridge.mint_token(run_id="close-1", tools=["settle"])).token
+        assert token is not None
+        client = asyncio.ensure_future(sandbox_elsewhere(tmp_path, bridge.address, token, [("settle", [])]))
+        await asyncio.wait_for(entered.wait(), WAIT)
+        holder.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await holder
+        closing = asyncio.ensure_future(bridge.aclose())
+        await asyncio.sleep(0)  # closing has begun: it waits for the call in flight
+        assert not closing.done()
+        release.set()
+        assert await asyncio.wait_for(client, WAIT) == [{"result": "settled"}]
+        await asyncio.wait_for(closing, WAIT)  # without the fix: an hour
+    finally:
+        release.set()
+        await bridge.aclose()
+    assert not [r for r in caplog.records if "still running" in r.getMessage()]
+    with sqlite3.connect(tmp_path / "close.db") as db:
+        steps = db.execute("SELECT status FROM steps WHERE name = 'settle'").fetchall()
+    assert steps == [("completed",)]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.hosts import netns
-from tests.tls_certs import CA, make_ca
+from tests.tls_certs import CA, new_ca
 
 TOOLBRIDGE = str(Path(sys.executable).with_name("toolbridge"))
 WAIT = 60.0
@@ -26,7 +26,7 @@ PORT = 7443  # inside a namespace of this run's own: nothing else listens there
 
 @pytest.fixture(scope="module")
 def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return make_ca(tmp_path_factory.mktemp("pki"))
+    return new_ca(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture

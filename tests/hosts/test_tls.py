@@ -20,7 +20,7 @@ import pytest
 from grpc import aio
 
 from tests.hosts.sandbox import run_client
-from tests.tls_certs import CA, Issued, make_ca
+from tests.tls_certs import CA, Issued, new_ca
 from toolbridge import Bridge
 from toolbridge._tls import ClearTextWarning, TLSError
 
@@ -41,8 +41,8 @@ class PKI:
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
     root = tmp_path_factory.mktemp("pki")
-    ca = make_ca(root / "ca")
-    other = make_ca(root / "other", "another CA")
+    ca = new_ca(root / "ca")
+    other = new_ca(root / "other", "another CA")
     return PKI(ca, other, ca.issue("server"), ca.issue("client", client=True, hosts=()))
 
 

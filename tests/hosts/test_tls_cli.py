@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts.sandbox import run_client
-from tests.tls_certs import CA, make_ca
+from tests.tls_certs import CA, new_ca
 
 TOOLBRIDGE = str(Path(sys.executable).with_name("toolbridge"))
 WAIT = 60.0
@@ -40,7 +40,7 @@ def app_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
-    return make_ca(tmp_path_factory.mktemp("pki"))
+    return new_ca(tmp_path_factory.mktemp("pki"))
 
 
 async def toolbridge(cwd: Path, *args: str) -> tuple[int, str, str]:

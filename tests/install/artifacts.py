@@ -102,9 +102,13 @@ def install_venv(venv: Path, dist: Path, wheels: Path) -> None:
 
 
 def install_npm_project(project: Path, tarball: Path) -> None:
-    """An empty Node project, then ``npm install ./inngest_tools-<v>.tgz`` in it."""
+    """An empty Node project, then ``npm install ./inngest_tools-<v>.tgz typescript`` in it.
+
+    typescript is the client's optional peer dependency: a project that wants the daemon's
+    TypeScript snippets to run with this client installs it, as this one does.
+    """
     project.mkdir()
     (project / "package.json").write_text(json.dumps({"name": "agent-project", "private": True}))
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(project))}
     npm = ["npm", "install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund"]
-    run([*npm, tarball], cwd=project, env=env)
+    run([*npm, tarball, "typescript@~5.9.3"], cwd=project, env=env)

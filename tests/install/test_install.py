@@ -88,14 +88,21 @@ def test_the_artifacts_carry_one_version_and_the_node_client(installed: Installe
         metadata = wheel.read(f"toolbridge-{v}.dist-info/METADATA").decode()
     client = "toolbridge/_sandbox/runtime/node_client/"
     needed = ["package.json", "index.js", "index.mjs", "register.js", "runner.js", "LICENSE"]
-    needed += ["node_modules/typescript/lib/typescript.js"]
+    needed += [
+        "node_modules/typescript/lib/typescript.js",
+        "node_modules/@bufbuild/protobuf/dist/cjs/to-binary.js",
+    ]
     assert not [name for name in needed if client + name not in files]
-    # typescript (for the runner) is its one runtime dependency; @grpc/grpc-js, a devDependency
-    # (the tests' fake daemon), stays out.
-    dependencies = {
-        f.removeprefix(client).split("/")[1] for f in files if f.startswith(client + "node_modules/")
-    }
-    assert dependencies == {"typescript"}
+    # @bufbuild/protobuf (the messages) is its one runtime dependency and typescript (for the
+    # runner) its optional peer, installed in the checkout it is built from; @grpc/grpc-js and
+    # protoc-gen-es, devDependencies (the tests' fake daemon, `make proto`), stay out.
+    places = [
+        f.removeprefix(client + "node_modules/").split("/")
+        for f in files
+        if f.startswith(client + "node_modules/")
+    ]
+    dependencies = {"/".join(parts[:2]) if parts[0].startswith("@") else parts[0] for parts in places}
+    assert dependencies == {"@bufbuild/protobuf", "typescript"}
     assert not [f for f in files if "/test/" in f or (f.endswith(".d.ts") and "node_modules" in f)]
     dependency = "Requires-Dist: inngest-tools"
     requirement = next(

@@ -11,9 +11,8 @@ import pytest
 
 from toolbridge import Bridge, JournalError
 from toolbridge._journal.base import open_journal
-from toolbridge._journal.postgres import PostgresJournal
-from toolbridge._journal.postgres_schema import MIGRATIONS
-from toolbridge._journal.postgres_sql import redact
+from toolbridge._journal.postgres import PostgresJournal, redact
+from toolbridge._journal.postgres.schema import MIGRATIONS
 from toolbridge._records import now
 
 

@@ -13,11 +13,12 @@ import pytest
 
 from tests.helpers import WAIT
 from toolbridge import JournalError
-from toolbridge._journal.checkpoints import CHECKPOINT_EVERY, LOG_LIMIT
 from toolbridge._journal.commit import Pending
-from toolbridge._journal.inline import InlineCommits
-from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.sqlite.checkpoints import CHECKPOINT_EVERY, LOG_LIMIT
+from toolbridge._journal.sqlite.inline import InlineCommits
+from toolbridge._journal.sqlite.migrations import MIGRATIONS
+from toolbridge._journal.statements import STEP
 from toolbridge._records import StepRecord
 
 
@@ -354,7 +355,7 @@ def test_the_loops_connection_hands_a_batch_it_could_not_lock_to_the_writer(jour
                 exc.sqlite_errorcode = code
                 raise exc
 
-            assert inline.commit(refused, [Pending("step", ("r", "a"), ())]) is False
+            assert inline.commit(refused, [Pending(STEP, ("r", "a"), ())]) is False
 
         def broken(db: sqlite3.Connection, batch: Sequence[Pending]) -> None:
             exc = sqlite3.OperationalError("no such table: steps")
@@ -362,6 +363,6 @@ def test_the_loops_connection_hands_a_batch_it_could_not_lock_to_the_writer(jour
             raise exc
 
         with pytest.raises(sqlite3.OperationalError, match="no such table"):  # not a lock: the batch fails
-            inline.commit(broken, [Pending("step", ("r", "a"), ())])
+            inline.commit(broken, [Pending(STEP, ("r", "a"), ())])
     finally:
         inline.close()

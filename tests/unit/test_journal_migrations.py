@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge import JournalError
-from toolbridge._journal.migrations import MIGRATIONS
 from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.sqlite.migrations import MIGRATIONS
 
 # The schema as toolbridge wrote it before schema_migrations and integer milliseconds.
 OLD_SCHEMA = """

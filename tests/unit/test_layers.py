@@ -27,12 +27,15 @@ PACKAGE_DIR = Path(__file__).resolve().parents[2] / "daemon" / "toolbridge"
 
 # Top-level parts of `toolbridge` and their layer; each may import only what is below it.
 LAYERS: dict[str, float] = {
-    **dict.fromkeys(["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity"], 0),
+    **dict.fromkeys(
+        ["_errors", "_records", "_json", "_options", "_tokens", "_futures", "_affinity", "_secrets"], 0
+    ),
     "_tls": 0,
     **dict.fromkeys(["_schema", "_journal", "_sandbox"], 1),
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
     "_calls": 4,
+    "_door": 4.5,  # the sandbox's door for programs and egress: serves a command, starts nothing
     **dict.fromkeys(["_commands", "_server", "_ui"], 5),
     **dict.fromkeys(["_bridge", "_step", "testing"], 6),
     "": 6.5,  # toolbridge/__init__.py: the public surface, above everything it re-exports
@@ -52,6 +55,7 @@ class Edge:
     imported: str
     line: int
     runtime: bool  # runs when the importer is loaded (module level, not TYPE_CHECKING)
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
 def _module_name(package: str, root: Path, path: Path) -> str:
@@ -67,27 +71,31 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.Module) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement, with whether it runs when the module is loaded."""
+Found = tuple[ast.Import | ast.ImportFrom, bool, bool]
 
-    def walk(nodes: list[ast.stmt], runtime: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+
+def _imports(tree: ast.Module) -> Iterator[Found]:
+    """Every import statement, with whether it runs when the module is loaded and whether it
+    is for the type checker only."""
+
+    def walk(nodes: list[ast.stmt], runtime: bool, type_only: bool) -> Iterator[Found]:
         for node in nodes:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                yield node, runtime
+                yield node, runtime, type_only
             elif isinstance(node, ast.If) and _is_type_checking(node.test):
-                yield from walk(node.body, False)
-                yield from walk(node.orelse, runtime)
+                yield from walk(node.body, False, True)
+                yield from walk(node.orelse, runtime, type_only)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield from walk(node.body, False)
+                yield from walk(node.body, False, type_only)
             else:
                 for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                     children = getattr(node, field, None)
                     if isinstance(children, list):
                         stmts = [c for c in children if isinstance(c, ast.stmt)]
                         nested = [s for c in children if not isinstance(c, ast.stmt) for s in c.body]
-                        yield from walk(stmts + nested, runtime)
+                        yield from walk(stmts + nested, runtime, type_only)
 
-    yield from walk(tree.body, True)
+    yield from walk(tree.body, True, False)
 
 
 def collect_edges(package: str, root: Path) -> tuple[set[str], list[Edge]]:
@@ -102,7 +110,7 @@ def collect_edges(package: str, root: Path) -> tuple[set[str], list[Edge]]:
     for name, path in sources.items():
         is_package = path.name == "__init__.py"
         base = name.split(".") if is_package else name.split(".")[:-1]
-        for node, runtime in _imports(ast.parse(path.read_text(), str(path))):
+        for node, runtime, type_only in _imports(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -120,7 +128,7 @@ def collect_edges(package: str, root: Path) -> tuple[set[str], list[Edge]]:
                     # `import a.b.c` of a module we do not walk (generated): its nearest known parent.
                     while target not in modules and "." in target:
                         target = target.rsplit(".", 1)[0]
-                    edges.append(Edge(name, target, node.lineno, runtime))
+                    edges.append(Edge(name, target, node.lineno, runtime, type_only))
     return modules, edges
 
 
@@ -158,9 +166,31 @@ def layer_violations(
 
 def import_cycles(modules: set[str], edges: list[Edge]) -> list[str]:
     """Runtime import cycles, each as ``a → b → a``."""
+    return _cycles(modules, [edge for edge in edges if edge.runtime])
+
+
+def room_cycles(package: str, modules: set[str], edges: list[Edge]) -> list[str]:
+    """Cycles among the modules of one subpackage (a room), each as ``a → b → a``.
+
+    Every import between two modules of a room counts, a lazy one inside a function too (it
+    still couples the two both ways); only imports for the type checker do not.
+    """
+    return _cycles(
+        modules,
+        [
+            edge
+            for edge in edges
+            if not edge.type_only
+            and _part(package, edge.importer) == _part(package, edge.imported) != ""
+            and "." in edge.importer[len(package) + 1 :]  # a module in a room, not a top-level one
+        ],
+    )
+
+
+def _cycles(modules: set[str], edges: list[Edge]) -> list[str]:
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for edge in edges:
-        if edge.runtime and edge.imported != edge.importer:
+        if edge.imported != edge.importer:
             graph[edge.importer].add(edge.imported)
     cycles: list[str] = []
     while True:
@@ -212,6 +242,43 @@ def test_imports_run_down_the_layers() -> None:
 def test_no_runtime_import_cycles() -> None:
     modules, edges = collect_edges("toolbridge", PACKAGE_DIR)
     assert import_cycles(modules, edges) == []
+
+
+def test_no_import_cycle_inside_a_room() -> None:
+    modules, edges = collect_edges("toolbridge", PACKAGE_DIR)
+    assert room_cycles("toolbridge", modules, edges) == []
+
+
+def unawaited_writes(root: Path) -> list[str]:
+    """``<...journal>.write(...)`` as a statement of its own: a write nobody waits for.
+
+    ``write`` is awaited until committed; a write the caller goes on from is ``write_soon``,
+    so that each call site says which it means.
+    """
+    problems: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and node.value.func.attr == "write"
+                and ast.unparse(node.value.func.value).endswith("journal")
+            ):
+                problems.append(f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node.value)}")
+    return problems
+
+
+def test_every_journal_write_is_awaited_or_says_soon() -> None:
+    assert unawaited_writes(PACKAGE_DIR) == []
+
+
+def test_an_unawaited_journal_write_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "async def f(run, rec):\n    run.journal.write(rec)\n    await run.journal.write(rec)\n"
+        "    run.journal.write_soon(rec)\n    done = run.journal.write(rec)\n"
+    )
+    assert unawaited_writes(tmp_path) == ["a.py:2 run.journal.write(rec)"]
 
 
 def test_the_cli_reads_no_private_attribute() -> None:
@@ -312,6 +379,23 @@ def test_a_runtime_cycle_is_found_and_a_type_checking_one_is_not(tmp_path: Path)
     cycles = import_cycles(modules, edges)
     assert len(cycles) == 1
     assert set(cycles[0].split(" → ")) == {"pkg._calls.a", "pkg._calls.b", "pkg._calls.c"}
+
+
+def test_a_cycle_inside_a_room_is_found_even_lazy_but_not_a_type_only_one(tmp_path: Path) -> None:
+    pkg = _package(
+        tmp_path,
+        {
+            "_journal/base.py": "def open():\n    from pkg._journal import postgres\n",
+            "_journal/postgres.py": "from pkg._journal.base import Durability\n",
+            "_tools/tool.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg._tools import context\n",
+            "_tools/context.py": "from pkg._tools import tool\n",
+        },
+    )
+    modules, edges = collect_edges("pkg", pkg)
+    assert import_cycles(modules, edges) == []  # lazy: no cycle when the modules load
+    cycles = room_cycles("pkg", modules, edges)
+    assert len(cycles) == 1
+    assert set(cycles[0].split(" → ")) == {"pkg._journal.base", "pkg._journal.postgres"}
 
 
 def test_a_private_attribute_read_is_found(tmp_path: Path) -> None:

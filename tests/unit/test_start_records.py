@@ -14,13 +14,13 @@ WAIT = 5.0
 
 
 class RecordingJournal:
-    """Only what StartRecords uses of a journal: ``write``, noting what it was given."""
+    """Only what StartRecords uses of a journal: ``write_soon``, noting what it was given."""
 
     def __init__(self) -> None:
         self.written: list[tuple[str, str]] = []
         self.changed = asyncio.Event()
 
-    def write(self, rec: StepRecord) -> Any:
+    def write_soon(self, rec: StepRecord) -> None:
         self.written.append((rec.key, rec.status))
         self.changed.set()
 

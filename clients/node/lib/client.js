@@ -30,8 +30,16 @@ function currentConnection() {
   }
   // Loaded here, not at require time: a script that never calls a tool loads no HTTP/2.
   const { Connection } = require("./connection");
+  const { tlsSettings } = require("./tls");
+  let tls;
   try {
-    connection = new Connection(address, token);
+    tls = tlsSettings(process.env, address);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    throw new ToolError(error.message, { type: "NotConfigured" });
+  }
+  try {
+    connection = new Connection(address, token, tls);
   } catch (error) {
     if (!(error instanceof TypeError)) throw error;
     throw new ToolError(`${ADDRESS_VARIABLE}: ${error.message}`, { type: "NotConfigured" });

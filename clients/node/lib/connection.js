@@ -27,10 +27,15 @@
 // session.
 
 const { ToolError } = require("./errors");
-const { methods } = require("./proto");
+const proto = require("./proto");
 const { currentTraceparent } = require("./trace");
 const { Channel, Code } = require("./transport");
-const { batchEntryBytes, batchMessage, statusError, streamRequest } = require("./wire");
+const { statusError, streamRequest } = require("./wire");
+
+const { CallToolStreamRequestSchema, CallToolStreamResponseSchema, ListToolsRequestSchema, ListToolsResponseSchema } =
+  proto;
+const decodeAnswer = (bytes) => proto.decode(CallToolStreamResponseSchema, bytes);
+const decodeListed = (bytes) => proto.decode(ListToolsResponseSchema, bytes);
 
 const TOKEN_METADATA_KEY = "x-toolbridge-token";
 const BATCHES_METADATA_KEY = "x-toolbridge-batches";
@@ -76,7 +81,7 @@ class CallStream {
     if (this.batchBytes > 0) {
       let size = first.length;
       while (this.outboxStart < outbox.length) {
-        const more = batchEntryBytes(outbox[this.outboxStart].length);
+        const more = proto.batchEntryBytes(outbox[this.outboxStart].length);
         if (size + more > this.batchBytes) break;
         batch.push(outbox[this.outboxStart++]);
         size += more;
@@ -98,17 +103,15 @@ class CallStream {
 
 class Connection {
   /**
-   * @param {string} address `unix:/path/bridge.sock` or `host:port`.
+   * @param {string} address `unix:/path/bridge.sock`, `host:port` or `tls://host:port`.
    * @param {string} token The command's token.
+   * @param {object | null} [tls] lib/tls.js `tlsSettings`, or null for clear text.
    * @throws {TypeError} for an address the transport does not read.
    */
-  constructor(address, token) {
-    this._channel = new Channel(address, { maxMessageBytes: TRANSPORT_MESSAGE_LIMIT });
+  constructor(address, token, tls = null) {
+    this._channel = new Channel(address, { maxMessageBytes: TRANSPORT_MESSAGE_LIMIT, tls });
     this._metadata = { [TOKEN_METADATA_KEY]: token };
     this._streamMetadata = { ...this._metadata, [BATCHES_METADATA_KEY]: "1" };
-    const { CallToolStream, ListTools } = methods();
-    this._method = CallToolStream;
-    this._listTools = ListTools;
     /** @type {CallStream | null} the stream new calls go on. */
     this._stream = null;
     this._nextId = 1;
@@ -121,7 +124,7 @@ class Connection {
   call(toolName, positional, named) {
     const callId = this._nextId++;
     const request = streamRequest(callId, toolName, positional, named, currentTraceparent());
-    const encoded = this._method.requestSerialize(request);
+    const encoded = proto.encode(CallToolStreamRequestSchema, request);
     if (encoded.length > TRANSPORT_MESSAGE_LIMIT) {
       // Refused here, alone: sent, it would end the stream and every call on it.
       const limit = TRANSPORT_MESSAGE_LIMIT;
@@ -150,17 +153,16 @@ class Connection {
       stream.writing = false;
       return;
     }
-    stream.call.write(batchMessage(stream.takeBatch()), () => this._write(stream));
+    stream.call.write(proto.batchMessage(stream.takeBatch()), () => this._write(stream));
   }
 
   /** @returns {Promise<object>} the decoded ListToolsResponse. */
   listTools(format) {
-    const method = this._listTools;
     return new Promise((resolve, reject) => {
-      const request = method.requestSerialize({ format });
-      this._channel.unary(method.path, this._metadata, request, method.responseDeserialize, (ended, response) => {
+      const request = proto.encode(ListToolsRequestSchema, { format });
+      this._channel.unary(proto.PATHS.ListTools, this._metadata, request, decodeListed, (ended, response) => {
         if (ended.code === Code.OK) resolve(response);
-        else reject(statusError(ended.code, ended.message));
+        else reject(statusError(ended.code, ended.message, ended.type));
       });
     });
   }
@@ -177,8 +179,8 @@ class Connection {
     if (this._stream !== null) return this._stream;
     const stream = new CallStream();
     // Encoded when called (to know each call's size): the transport takes the bytes as they are.
-    stream.call = this._channel.call(this._method.path, this._streamMetadata, {
-      decode: this._method.responseDeserialize,
+    stream.call = this._channel.call(proto.PATHS.CallToolStream, this._streamMetadata, {
+      decode: decodeAnswer,
       onHeaders: (headers) => {
         stream.batchBytes = batchBytesOf(headers);
       },
@@ -188,7 +190,7 @@ class Connection {
       },
       onStatus: (ended) => {
         if (this._stream === stream) this._stream = null;
-        this._fail(stream, ended.code === Code.OK ? closedError() : statusError(ended.code, ended.message));
+        this._fail(stream, ended.code === Code.OK ? closedError() : statusError(ended.code, ended.message, ended.type));
       },
       onDraining: () => {
         if (this._stream === stream) this._stream = null;
@@ -201,16 +203,17 @@ class Connection {
   }
 
   _answered(stream, answer) {
-    const waiter = stream.pending.get(answer.call_id);
+    const callId = Number(answer.callId);
+    const waiter = stream.pending.get(callId);
     if (waiter === undefined) return;
-    if (answer.answer === "waiting") {
+    if (answer.answer.case === "waiting") {
       // Not an answer: the call waits for a person, for as long as it takes. It stays
       // pending (in flight: the process stays alive for it), and this client sets no
       // deadline on a call, so there is none to lift.
-      waiter.waiting = answer.waiting;
+      waiter.waiting = answer.answer.value;
       return;
     }
-    stream.pending.delete(answer.call_id);
+    stream.pending.delete(callId);
     waiter.resolve(answer);
     if (stream.pending.size === 0) {
       stream.call.unref(); // open for the next call, but no reason to stay alive

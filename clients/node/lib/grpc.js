@@ -76,21 +76,28 @@ const RST_CODES = new Map([
 
 const PREFIX_BYTES = 5; // compressed flag, then the length as a 32-bit big-endian integer
 
-/** @typedef {{ code: number, message: string }} Status */
+/**
+ * How a call ended; `type`, when set, is the ToolError type to fail with instead of the one
+ * the code means (a TLS failure is not worth retrying, as UNAVAILABLE alone says).
+ * @typedef {{ code: number, message: string, type?: string }} Status
+ */
 
-function status(code, message) {
-  return { code, message: message || CODE_NAMES[code] || `gRPC status ${code}` };
+function status(code, message, type) {
+  const ended = { code, message: message || CODE_NAMES[code] || `gRPC status ${code}` };
+  if (type !== undefined) ended.type = type;
+  return ended;
 }
 
 /**
  * Where an address points: `unix:/abs/path`, `unix:///abs/path`, `unix:relative/path` (from
- * the working directory), `host:port` or `[v6 address]:port`; the forms the daemon hands out
- * and grpc reads.
- * @returns {{ path: string, authority: string } | { host: string, port: number, authority: string }}
+ * the working directory), `host:port` or `[v6 address]:port`, and `tls://host:port` (what
+ * `toolbridge serve` prints when it serves TLS); the forms the daemon hands out and grpc reads.
+ * @returns {{ path: string, authority: string, tls: false } |
+ *   { host: string, port: number, authority: string, tls: boolean }}
  * @throws {TypeError} for anything else, saying what is read.
  */
 function parseAddress(address) {
-  const expected = "expected unix:/path/to.sock or host:port";
+  const expected = "expected unix:/path/to.sock, host:port or tls://host:port";
   if (address.startsWith("unix:")) {
     let path = address.slice("unix:".length);
     if (path.startsWith("//")) {
@@ -98,12 +105,14 @@ function parseAddress(address) {
       if (!path.startsWith("/")) throw new TypeError(`${JSON.stringify(address)}: unix:// takes an absolute path`);
     }
     if (path === "") throw new TypeError(`${JSON.stringify(address)} names no socket; ${expected}`);
-    return { path, authority: "localhost" };
+    return { path, authority: "localhost", tls: false };
   }
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]/\s]+)):(\d{1,5})$/.exec(address);
+  const tls = address.startsWith("tls://");
+  const hostPort = tls ? address.slice("tls://".length) : address;
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]/\s]+)):(\d{1,5})$/.exec(hostPort);
   const port = match === null ? 0 : Number(match[3]);
   if (port < 1 || port > 65535) throw new TypeError(`${JSON.stringify(address)} is not an address; ${expected}`);
-  return { host: match[1] ?? match[2], port, authority: address };
+  return { host: match[1] ?? match[2], port, authority: hostPort, tls };
 }
 
 /** `bytes` as a gRPC message on the wire: uncompressed, its length before it. */

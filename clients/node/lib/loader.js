@@ -14,8 +14,9 @@
 //
 // A module loaded here is Node's module all the same: it goes in `require.cache` under the
 // path Node would give it, so `require` and this loader never make two copies of one file
-// (two `ToolError` classes, say). Only this package's files come here, by relative paths that
-// name them (`./wire`, `../proto/toolbridge/v1/toolbridge.js`); every other `require` is Node's.
+// (two `ToolError` classes, say). This package's .js files come here, and those of the
+// dependencies installed beneath it (@bufbuild/protobuf, in the sandbox's copy and a checkout:
+// about 40 modules a first call loads); Node's own modules and anything elsewhere are Node's.
 
 const fs = require("node:fs");
 const path = require("node:path");
@@ -49,13 +50,26 @@ function compile(file) {
   return script.runInThisContext();
 }
 
-/** `require` for the module `owner`: this package's files through `load`, the rest Node's. */
+/** Whether `file` is a .js file of this package or of a dependency installed beneath it. */
+function ours(file) {
+  return file.startsWith(PACKAGE + path.sep) && file.endsWith(".js");
+}
+
+/** `require` for the module `owner`: the package's files (its dependencies' too) through `load`, the rest Node's. */
 function requireFor(owner) {
   const directory = path.dirname(owner.filename);
   const own = (id) => {
-    if (!id.startsWith("./") && !id.startsWith("../")) return owner.require(id);
-    const file = path.resolve(directory, id);
-    return load(file.endsWith(".js") ? file : `${file}.js`);
+    if (id.startsWith("./") || id.startsWith("../")) {
+      // Named as they are (`./wire`, `./create.js`): no search.
+      const file = path.resolve(directory, id);
+      return load(file.endsWith(".js") ? file : `${file}.js`);
+    }
+    if (!Module.isBuiltin(id)) {
+      // A dependency: found as Node finds it (its "exports", its folder's package.json).
+      const file = Module._resolveFilename(id, owner);
+      if (ours(file)) return load(file);
+    }
+    return owner.require(id);
   };
   own.resolve = (id, options) => Module.createRequire(owner.filename).resolve(id, options);
   own.main = require.main;

@@ -1,50 +1,36 @@
 "use strict";
-// gRPC over one HTTP/2 connection, for the two calls this client makes: the bidi
-// CallToolStream and the unary ListTools. The one module that opens a socket.
+// gRPC over node:http2, for the two calls this client makes: the bidi CallToolStream and the
+// unary ListTools. The one module that opens a connection.
 //
-// Why neither @grpc/grpc-js nor node:http2: loading grpc-js and making its first call cost a
-// sandboxed command about 64 ms of the ~150 ms a one-call command took; node:http2 cost about
-// 10 ms more than lib/h2.js (its load brings tls and crypto), a third of what Node itself
-// takes to start. lib/h2.js speaks the HTTP/2 this client needs, and no more.
-// The client needs little of gRPC: no TLS, no name resolution beyond net.connect, no
-// deadlines, no compression, no retries, one connection. What it needs is here and in
-// lib/grpc.js (the protocol's rules, pure): messages reassembled from DATA, the status from
-// the trailers, a trailers-only response, an HTTP status or an RST_STREAM code, UNAVAILABLE
-// when the connection fails or closes, and GOAWAY honoured: the calls on the departing
-// session finish there, new ones open a new session.
+// Why node:http2 and a framing of our own rather than @connectrpc/connect-node's gRPC
+// transport: Connect loads @bufbuild/protobuf's whole index (every well-known type) and its
+// own layers, about 60 ms more for a sandboxed command's first call than this module and
+// lib/grpc.js (bench/sandbox_startup.py measures both); and the client needs little of gRPC:
+// no deadlines, no compression, no retries, one connection at a time. What it needs is here
+// and in lib/grpc.js (the protocol's rules, pure): messages reassembled from DATA, the status
+// from the trailers, a trailers-only response, an HTTP status or an RST_STREAM code,
+// UNAVAILABLE when the connection fails or closes, GOAWAY honoured (the calls on the departing
+// session finish there, new ones open a new session), and TLS (lib/tls.js). HTTP/2 itself,
+// HPACK, flow control and the peer's abuses are nghttp2's, through node:http2.
 //
 // A call keeps the process alive (its session ref'd) until its owner says it may be left
 // (`unref`): the owner of the call stream knows whether a tool call is in flight on it,
 // HTTP/2 does not. A session with no ref'd call never keeps the process alive.
 
+const http2 = require("node:http2");
 const net = require("node:net");
-const {
-  Code,
-  MessageReader,
-  frame,
-  grpcStatus,
-  h2ErrorName,
-  headerValue,
-  httpStatus,
-  parseAddress,
-  resetStatus,
-  status,
-} = require("./grpc");
-const h2 = require("./h2");
+const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpStatus, parseAddress, resetStatus, status } =
+  require("./grpc");
+const { closedAfterHandshake, connectionFailure, secureSocket } = require("./tls");
 
-const { NO_ERROR, CANCEL, PROTOCOL_ERROR } = h2.ErrorCode;
-
-/** Header fields as an object, as gRPC reads them: a repeated name's values in an array. */
-function fieldsObject(fields) {
-  const headers = Object.create(null);
-  for (const [name, value] of fields) {
-    const held = headers[name];
-    if (held === undefined) headers[name] = value;
-    else if (Array.isArray(held)) held.push(value);
-    else headers[name] = [held, value];
-  }
-  return headers;
-}
+const { NGHTTP2_CANCEL, NGHTTP2_FLOW_CONTROL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
+/** What this side reads per stream and per connection before the daemon must wait. */
+const RECEIVE_WINDOW = 4 * 1024 * 1024;
+/**
+ * node:http2 refuses new streams once a session holds this many megabytes unread or unsent
+ * (its default, 10, is below two of the largest answers the client reads).
+ */
+const SESSION_MEMORY_MB = 256;
 
 /**
  * One RPC on a session. Its owner's handlers hear, in order: `onHeaders(headers)` (the
@@ -62,78 +48,63 @@ class Call {
     this.referenced = false;
     /** The status the response has given (trailers, or a trailers-only response), kept for its end. */
     this.received = null;
-    this.headersSeen = false;
   }
 
   _start(path, metadata) {
-    const fields = [
-      [":method", "POST"],
-      [":scheme", "http"],
-      [":authority", this.session.channel.target.authority],
-      [":path", path],
-      ["content-type", "application/grpc"],
-      ["te", "trailers"],
-      ...Object.entries(metadata),
-    ];
+    const headers = {
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...metadata,
+    };
+    let stream;
     try {
-      this.stream = this.session.h2.request(fields, this);
+      stream = this.session.h2.request(headers, { endStream: false });
     } catch (error) {
       // A session closing under us (UNAVAILABLE), or headers HTTP/2 cannot carry: told as a
       // status, later, like every other end.
       const code = this.session.usable() ? Code.INTERNAL : Code.UNAVAILABLE;
       process.nextTick(() => this._finish(status(code, `cannot start the call: ${error.message}`)));
-    }
-  }
-
-  // What lib/h2.js tells of the stream.
-
-  headers(fields, endStream) {
-    if (this.finished) return;
-    const headers = fieldsObject(fields);
-    if (!this.headersSeen) this._response(headers);
-    else this.received ??= grpcStatus(headers) ?? status(Code.INTERNAL, "the daemon's trailers carry no grpc-status");
-    if (endStream) this._ended();
-  }
-
-  data(bytes, endStream) {
-    if (this.finished) return;
-    if (!this.headersSeen) {
-      this._finish(status(Code.INTERNAL, "the daemon sent a message before its response headers"), PROTOCOL_ERROR);
       return;
     }
-    this._data(bytes);
-    if (endStream) this._ended();
-  }
-
-  /** The daemon's side has ended: with the status it gave, or with the reset that may follow. */
-  _ended() {
-    if (this.received !== null) this._finish(this.received);
-    // No status: a server that resets a stream it answered ends it first (nghttp2 does), and
-    // the RST_STREAM, in the same read, says why. Otherwise no status ever came.
-    else setImmediate(() => this._finish(resetStatus(NO_ERROR)));
-  }
-
-  reset(code) {
-    this._finish(this.received ?? resetStatus(code));
-  }
-
-  lost() {
-    this._finish(this.received ?? this.session.failure ?? this.session.failed(null));
+    this.stream = stream;
+    stream.on("response", (received) => this._response(received));
+    stream.on("data", (chunk) => this._data(chunk));
+    stream.on("trailers", (trailers) => {
+      this.received ??= grpcStatus(trailers) ?? status(Code.INTERNAL, "the daemon's trailers carry no grpc-status");
+    });
+    // The daemon's side has ended: the status it gave ends the call, this side being done
+    // too (a daemon that resets a stream it answered ends it first: the reset, in the same
+    // read, says why when no status came).
+    stream.on("end", () => {
+      if (this.received !== null) this._finish(this.received);
+      else setImmediate(() => this._closed());
+    });
+    stream.resume(); // an end with no DATA is still told
+    stream.on("error", (error) => {
+      // A stream reset comes with its code, told at `close`; any other error is the
+      // connection's (node:http2 destroys a session's streams with it before the session
+      // itself says so).
+      // A stream cancelled before it started carries the connection's error as its cause.
+      if (error.code !== "ERR_HTTP2_STREAM_ERROR") this.session.failure ??= this.session.failed(error.cause ?? error);
+    });
+    stream.on("close", () => this._closed());
   }
 
   _response(headers) {
-    this.headersSeen = true;
+    if (this.finished) return;
     const code = Number(headers[":status"]);
     const carried = grpcStatus(headers);
     if (carried !== null) {
       this.received = carried; // trailers-only: the status, and nothing else, is coming
     } else if (code !== 200) {
-      this._finish(httpStatus(code), CANCEL);
+      this._finish(httpStatus(code), NGHTTP2_CANCEL);
     } else {
       const type = headerValue(headers, "content-type") ?? "";
       if (!type.startsWith("application/grpc")) {
         const refusal = `the daemon answered with content-type ${JSON.stringify(type)}`;
-        this._finish(status(Code.UNKNOWN, refusal), CANCEL);
+        this._finish(status(Code.UNKNOWN, refusal), NGHTTP2_CANCEL);
         return;
       }
       this.handlers.onHeaders?.(headers);
@@ -141,19 +112,39 @@ class Call {
   }
 
   _data(chunk) {
+    if (this.finished) return;
     const { messages, refusal } = this.reader.push(chunk);
     for (const message of messages) {
       let decoded;
       try {
         decoded = this.handlers.decode(message);
       } catch (error) {
-        this._finish(status(Code.INTERNAL, `cannot decode the daemon's message: ${error.message}`), CANCEL);
+        this._finish(status(Code.INTERNAL, `cannot decode the daemon's message: ${error.message}`), NGHTTP2_CANCEL);
         return;
       }
       this.handlers.onMessage(decoded);
       if (this.finished) return; // the owner cancelled it
     }
-    if (refusal !== null) this._finish(refusal, CANCEL);
+    if (refusal !== null) this._finish(refusal, NGHTTP2_CANCEL);
+  }
+
+  /** The stream has closed: with the status the daemon gave, or why it could not. */
+  _closed() {
+    if (this.finished) return;
+    const { rstCode } = this.stream;
+    if (rstCode === NGHTTP2_FLOW_CONTROL_ERROR) {
+      // nghttp2 resets the stream when a SETTINGS change pushes its window past 2^31-1; RFC
+      // 9113 (6.9.2) makes that the connection's error, and so does this client: a peer whose
+      // flow control is broken gets no more calls on this connection.
+      this.session.abandon("HTTP/2 flow control broke (FLOW_CONTROL_ERROR)", NGHTTP2_FLOW_CONTROL_ERROR);
+    }
+    // node:http2 closes a lost connection's streams before the session tells it closed.
+    const { h2 } = this.session;
+    if (h2.destroyed || h2.closed) this.session.failure ??= this.session.closedStatus();
+    const lost = this.session.failure;
+    if (this.received !== null) this._finish(this.received);
+    else if (lost !== null) this._finish(lost);
+    else this._finish(resetStatus(rstCode));
   }
 
   /**
@@ -171,12 +162,13 @@ class Call {
   /** Half-close: no more messages from this side; the answers and the status still come. */
   end(bytes) {
     if (this.finished || this.stream === null) return;
-    this.stream.end(bytes === undefined ? null : frame(bytes));
+    if (bytes === undefined) this.stream.end();
+    else this.stream.end(frame(bytes));
   }
 
   /** End the call from this side: its status is CANCELLED, told to `onStatus` like any other. */
   cancel() {
-    this._finish(status(Code.CANCELLED, "cancelled by the client"), CANCEL);
+    this._finish(status(Code.CANCELLED, "cancelled by the client"), NGHTTP2_CANCEL);
   }
 
   /** Keep the process alive while this call is open (the default for a new call). */
@@ -195,12 +187,12 @@ class Call {
     }
   }
 
-  _finish(ended, resetCode = NO_ERROR) {
+  _finish(ended, resetCode = NGHTTP2_NO_ERROR) {
     if (this.finished) return;
     this.unref();
     this.finished = true;
     this.session.calls.delete(this);
-    if (this.stream !== null) this.stream.close(resetCode);
+    if (this.stream !== null && !this.stream.closed && !this.stream.destroyed) this.stream.close(resetCode);
     this.handlers.onStatus(ended);
   }
 }
@@ -211,30 +203,80 @@ class Session {
     this.channel = channel;
     this.calls = new Set();
     this.references = 0;
-    /** Why the connection failed or closed (UNAVAILABLE), once it has. */
+    /** Why the connection failed or closed (UNAVAILABLE, or the TLS failure), once it has. */
     this.failure = null;
     this.draining = false;
-    const { target } = channel;
-    const socket = target.path === undefined ? net.connect(target.port, target.host) : net.connect(target.path);
-    if (target.path === undefined) socket.setNoDelay(true);
-    this.h2 = h2.connect(socket, {
-      goaway: (code) => this._drain(code),
-      closed: (error) => {
-        this.failure ??= this.failed(error);
-        channel.forget(this);
-      },
+    const { target, tls } = channel;
+    // The scheme and authority go in every request's headers; the connection is ours to make.
+    const origin = `${target.tls || tls !== null ? "https" : "http"}://${target.path === undefined ? target.authority : "localhost"}`;
+    this.h2 = http2.connect(origin, {
+      createConnection: () => this._socket(),
+      settings: { enablePush: false, initialWindowSize: RECEIVE_WINDOW },
+      maxSessionMemory: SESSION_MEMORY_MB,
     });
+    this.h2.on("connect", () => this.h2.setLocalWindowSize(RECEIVE_WINDOW));
+    this.h2.on("goaway", (code) => this._drain(code));
+    this.h2.on("error", (error) => {
+      this.failure ??= this.failed(error);
+    });
+    this.h2.on("remoteSettings", () => {
+      this.heard = true;
+    });
+    this.h2.on("close", () => {
+      this.failure ??= this.closedStatus();
+      this.closed = true;
+      channel.forget(this);
+    });
+    this.closed = false;
+    /** The TLS handshake is done; the daemon has sent its HTTP/2 settings. */
+    this.handshaken = false;
+    this.heard = false;
     this.h2.unref();
+  }
+
+  _socket() {
+    const { target, tls } = this.channel;
+    const where = target.path === undefined ? { host: target.host, port: target.port } : { path: target.path };
+    if (tls !== null) {
+      const socket = secureSocket(where, target, tls);
+      socket.once("secureConnect", () => {
+        this.handshaken = true;
+      });
+      return socket;
+    }
+    const socket = net.connect(where);
+    if (target.path === undefined) socket.setNoDelay(true);
+    return socket;
+  }
+
+  /** Why the connection closed when nothing said why. */
+  closedStatus() {
+    const { tls, address } = this.channel;
+    if (tls !== null && this.handshaken && !this.heard) {
+      return status(Code.UNAVAILABLE, `the daemon at ${address}: ${closedAfterHandshake(tls)}`, "TLSError");
+    }
+    return status(Code.UNAVAILABLE, "the connection to the daemon closed");
   }
 
   failed(error) {
     const address = this.channel.address;
-    if (error === null) return status(Code.UNAVAILABLE, "the connection to the daemon closed");
+    const failure = connectionFailure(error, this.channel.tls);
+    if (failure !== null) return status(Code.UNAVAILABLE, `the daemon at ${address}: ${failure}`, "TLSError");
     return status(Code.UNAVAILABLE, `the connection to the daemon at ${address} failed: ${error.message}`);
   }
 
+  /** End the connection for the daemon's protocol error `why`, telling it `code` in GOAWAY. */
+  abandon(why, code) {
+    this.failure ??= this.failed(new Error(why));
+    this.channel.forget(this);
+    // GOAWAY first, then close once it is written: destroy() would drop the socket before it.
+    this.h2.goaway(code);
+    for (const call of [...this.calls]) call._finish(this.failure, NGHTTP2_CANCEL);
+    this.h2.close();
+  }
+
   usable() {
-    return !this.draining && this.failure === null && this.h2.usable();
+    return !this.draining && !this.closed && this.failure === null && !this.h2.closed && !this.h2.destroyed;
   }
 
   call(path, metadata, handlers) {
@@ -254,8 +296,8 @@ class Session {
 
   _drain(code) {
     // GOAWAY: with NO_ERROR the calls already open finish and none start on this session;
-    // with an error the connection ends, and the calls end UNAVAILABLE.
-    if (code !== NO_ERROR) {
+    // with an error node:http2 ends the connection, and the calls end UNAVAILABLE.
+    if (code !== NGHTTP2_NO_ERROR) {
       this.failure ??= status(Code.UNAVAILABLE, `the daemon closed the connection (GOAWAY ${h2ErrorName(code)})`);
     }
     if (this.draining) return;
@@ -269,12 +311,15 @@ class Session {
 class Channel {
   /**
    * @param {string} address see `parseAddress`.
-   * @param {{ maxMessageBytes: number }} options the largest message read.
+   * @param {{ maxMessageBytes: number, tls?: object | null }} options the largest message
+   *   read, and the TLS settings (lib/tls.js `tlsSettings`; null for clear text).
    * @throws {TypeError} for an address this module does not read.
    */
-  constructor(address, { maxMessageBytes }) {
+  constructor(address, { maxMessageBytes, tls = null }) {
     this.address = address;
     this.target = parseAddress(address);
+    if (this.target.tls && tls === null) throw new TypeError(`${JSON.stringify(address)} asks for TLS: give TLS settings`);
+    this.tls = tls;
     this.maxMessageBytes = maxMessageBytes;
     /** @type {Session | null} the session new calls go on. */
     this.current = null;
@@ -322,7 +367,7 @@ class Channel {
 
   forget(session) {
     if (this.current === session) this.current = null;
-    if (session.h2.ended) this.sessions.delete(session);
+    if (session.closed) this.sessions.delete(session);
   }
 
   /** Close every session now: calls still open end with UNAVAILABLE. */

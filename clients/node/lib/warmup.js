@@ -13,15 +13,14 @@ const { once } = require("node:events");
 
 const client = require("./client");
 const { MessageReader, frame } = require("./grpc");
-const { methods } = require("./proto");
+const proto = require("./proto");
 
 const BATCH_BYTES = 64 * 1024;
 
 function standIn() {
-  const { CallToolStream, ListTools } = methods();
   const server = http2.createServer();
   server.on("stream", (stream, headers) => {
-    const unary = headers[":path"] === ListTools.path;
+    const unary = headers[":path"] === proto.PATHS.ListTools;
     stream.respond(
       { ":status": 200, "content-type": "application/grpc", "x-toolbridge-batch-bytes": String(BATCH_BYTES) },
       { waitForTrailers: true },
@@ -31,16 +30,19 @@ function standIn() {
     stream.on("data", (chunk) => {
       for (const message of reader.push(chunk).messages) {
         if (unary) {
-          stream.write(frame(ListTools.responseSerialize({ tools: [] })));
+          stream.write(frame(proto.encode(proto.ListToolsResponseSchema, { tools: [] })));
           continue;
         }
-        const request = CallToolStream.requestDeserialize(message);
+        const request = proto.decode(proto.CallToolStreamRequestSchema, message);
         const answers = [request, ...request.more].map((call) => ({
-          call_id: call.call_id,
-          response: { result_json: Buffer.from("null"), step_key: `warm-up/${call.call.tool_name}` },
+          callId: call.callId,
+          answer: {
+            case: "response",
+            value: { outcome: { case: "resultJson", value: Buffer.from("null") }, stepKey: `warm-up/${call.call.toolName}` },
+          },
         }));
         const [first, ...more] = answers;
-        stream.write(frame(CallToolStream.responseSerialize({ ...first, more })));
+        stream.write(frame(proto.encode(proto.CallToolStreamResponseSchema, { ...first, more })));
       }
     });
     stream.on("end", () => stream.end());

@@ -1,8 +1,9 @@
 "use strict";
-// The wire envelope, as pure functions: what a call looks like in bytes and what an answer
-// means. tests/vectors/wire.json pins both, for this client and the Python one alike.
+// The wire envelope, as pure functions: what a call is as a message and what an answer means
+// (messages in protobuf-es's shape; lib/proto.js turns them into bytes). tests/vectors/wire.json
+// pins both, for this client and the Python one alike. Loaded by `require("inngest_tools")`:
+// nothing here loads the contract or @bufbuild/protobuf.
 
-const { LENGTH_DELIMITED, Writer } = require("./codec");
 const { ToolError } = require("./errors");
 
 /** Definition format name -> DefinitionFormat enum value (proto/toolbridge/v1). */
@@ -32,8 +33,10 @@ const EMPTY = Buffer.alloc(0);
  * The ToolError for a gRPC status.
  * @param {number} code
  * @param {string} message
+ * @param {string} [given] the ToolError type the transport gave it (a TLS failure: final).
  */
-function statusError(code, message) {
+function statusError(code, message, given) {
+  if (given !== undefined) return new ToolError(message, { type: given, retryable: false });
   if (code === 8 && BUSY_LIMITS.some((limit) => message.includes(limit))) {
     return new ToolError(message, { type: "TooManyCalls", retryable: true });
   }
@@ -86,52 +89,20 @@ function encodeArguments(args) {
 }
 
 /**
- * A CallToolStreamRequest as a plain object for the proto codec. Empty fields are left out,
- * so the bytes on the wire are the ones the Python client sends.
+ * A CallToolStreamRequest's fields, for lib/proto.js. Empty fields are left out, so the bytes
+ * on the wire are the ones the Python client sends.
  * @param {string} [traceparent] the caller's W3C trace context, or "" for none.
  */
 function streamRequest(callId, toolName, positional, named, traceparent = "") {
-  const call = { tool_name: toolName };
-  if (positional.length > 0) call.positional_arguments_json = positional;
-  if (named.length > 0) call.named_arguments_json = named;
+  const call = { toolName };
+  if (positional.length > 0) call.positionalArgumentsJson = positional;
+  if (named.length > 0) call.namedArgumentsJson = named;
   if (traceparent) call.traceparent = traceparent;
-  return { call_id: callId, call };
+  return { callId: BigInt(callId), call };
 }
 
-// CallToolStreamRequest.more: field 3, length-delimited (its tag is one byte).
-const MORE_FIELD = 3;
-const MORE_TAG_BYTES = 1;
-
-function varintLength(value) {
-  let length = 1;
-  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) length += 1;
-  return length;
-}
-
-/**
- * What an encoded call of `length` bytes adds to a batch when it rides in another's `more`:
- * itself, its field tag and its length.
- */
-function batchEntryBytes(length) {
-  return MORE_TAG_BYTES + varintLength(length) + length;
-}
-
-/**
- * One CallToolStreamRequest carrying several encoded calls: the first in its own fields, the
- * rest in `more`. `more` is the last field, so appending its entries to the first call's
- * bytes is the canonical encoding (the bytes the Python client's batch is).
- * @param {Buffer[]} encoded each an encoded CallToolStreamRequest with no `more` of its own.
- * @returns {Buffer}
- */
-function batchMessage(encoded) {
-  if (encoded.length === 1) return encoded[0];
-  const writer = new Writer();
-  writer.append(encoded[0]);
-  for (let index = 1; index < encoded.length; index += 1) {
-    writer.tag(MORE_FIELD, LENGTH_DELIMITED);
-    writer.raw(encoded[index]);
-  }
-  return writer.finish();
+function utf8(bytes) {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }
 
 /**
@@ -139,18 +110,19 @@ function batchMessage(encoded) {
  * @throws {ToolError} the error the response carries.
  */
 function decodeResponse(response) {
-  if (response.outcome === "error") {
-    const error = response.error;
+  const { outcome } = response;
+  if (outcome.case === "error") {
+    const error = outcome.value;
     throw new ToolError(error.message, {
       type: error.type,
       retryable: error.retryable,
-      errorId: error.error_id,
+      errorId: error.errorId,
     });
   }
-  if (response.outcome !== "result_json") {
+  if (outcome.case !== "resultJson") {
     throw new ToolError("the daemon answered with neither a result nor an error", { type: "ProtocolError" });
   }
-  return JSON.parse(Buffer.from(response.result_json).toString("utf8"));
+  return JSON.parse(utf8(outcome.value));
 }
 
 /**
@@ -158,24 +130,21 @@ function decodeResponse(response) {
  * @throws {ToolError} the error it carries, or the one its status means.
  */
 function decodeStreamAnswer(answer) {
-  if (answer.answer === "status") {
-    throw statusError(answer.status.code, answer.status.message);
-  }
-  if (answer.answer !== "response") {
+  const { case: kind, value } = answer.answer;
+  if (kind === "status") throw statusError(value.code, value.message);
+  if (kind !== "response") {
     throw new ToolError("the daemon answered a call with nothing", { type: "ProtocolError" });
   }
-  return decodeResponse(answer.response);
+  return decodeResponse(value);
 }
 
 /** The definitions listed in a decoded ListToolsResponse. */
 function decodeDefinitions(response) {
-  return response.tools.map((entry) => JSON.parse(Buffer.from(entry.definition_json).toString("utf8")));
+  return response.tools.map((entry) => JSON.parse(utf8(entry.definitionJson)));
 }
 
 module.exports = {
   FORMATS,
-  batchEntryBytes,
-  batchMessage,
   decodeDefinitions,
   decodeResponse,
   decodeStreamAnswer,

@@ -8,14 +8,14 @@ const { after, afterEach, before, test } = require("node:test");
 
 const { ToolError } = require("../index.js");
 const client = require("../lib/client");
-const { methods } = require("../lib/proto");
-const { batchEntryBytes, batchMessage, streamRequest } = require("../lib/wire");
+const proto = require("../lib/proto");
+const { streamRequest } = require("../lib/wire");
 const { FakeDaemon, TOKEN } = require("./fake-daemon");
 
 const BATCH_BYTES = 1024;
 // A call whose answer is never read would wait forever: fail instead.
 const TIMEOUT = { timeout: 20000 };
-const { CallToolStream } = methods();
+const { batchEntryBytes, batchMessage, CallToolStreamRequestSchema: REQUEST } = proto;
 
 let batching;
 let older;
@@ -49,15 +49,15 @@ async function messagesDuring(daemon, work) {
 
 test("a batch is the first call's bytes and the others in `more`, the size batchEntryBytes says", TIMEOUT, () => {
   const requests = [1, 2, 3].map((id) => streamRequest(id, "echo", Buffer.from(`["${"x".repeat(id * 100)}"]`), Buffer.alloc(0)));
-  const encoded = requests.map((request) => CallToolStream.requestSerialize(request));
+  const encoded = requests.map((request) => proto.encode(REQUEST, request));
   const message = batchMessage(encoded);
   assert.equal(message.length, encoded[0].length + batchEntryBytes(encoded[1].length) + batchEntryBytes(encoded[2].length));
-  // The bytes the codec writes for the same message with `more` (canonical, as Python's).
-  assert.deepEqual(message, CallToolStream.requestSerialize({ ...requests[0], more: requests.slice(1) }));
-  const decoded = CallToolStream.requestDeserialize(message);
+  // The bytes protobuf-es writes for the same message with `more` (canonical, as Python's).
+  assert.deepEqual(message, proto.encode(REQUEST, { ...requests[0], more: requests.slice(1) }));
+  const decoded = proto.decode(REQUEST, message);
   assert.deepEqual(
-    [decoded, ...decoded.more].map((call) => call.call_id),
-    [1, 2, 3],
+    [decoded, ...decoded.more].map((call) => call.callId),
+    [1n, 2n, 3n],
   );
   assert.equal(batchMessage([encoded[1]]), encoded[1]);
 });
@@ -175,7 +175,7 @@ test("calls still waiting to be written when the connection closes fail and are 
   connectTo(batching);
   assert.deepEqual(await client.tools.echo("after"), ["after"]); // a round trip: anything sent has arrived
   assert.deepEqual(
-    batching.requests.slice(sent).map((request) => JSON.parse(request.call.positional_arguments_json)),
+    batching.requests.slice(sent).map((request) => JSON.parse(Buffer.from(request.call.positionalArgumentsJson))),
     [["after"]],
   );
 });

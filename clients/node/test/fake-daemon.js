@@ -8,12 +8,46 @@ const os = require("node:os");
 const path = require("node:path");
 const { EventEmitter, once } = require("node:events");
 const grpc = require("@grpc/grpc-js");
-const { packageDefinition } = require("../lib/proto");
+const proto = require("../lib/proto");
 
 const TOKEN = "tb1.fake.secret";
 
+/** A grpc-js method definition of the service, its messages encoded by lib/proto.js. */
+function methodDefinition(method, requestSchema, responseSchema) {
+  return {
+    path: `/${proto.ToolBridgeService.typeName}/${method.name}`,
+    requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
+    responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
+    requestSerialize: (message) => proto.encode(requestSchema, message),
+    requestDeserialize: (bytes) => proto.decode(requestSchema, bytes),
+    responseSerialize: (message) => proto.encode(responseSchema, message),
+    responseDeserialize: (bytes) => proto.decode(responseSchema, bytes),
+  };
+}
+
+/** The service as grpc-js serves it: the real contract, from the generated code. */
+function serviceDefinition() {
+  const { method } = proto.ToolBridgeService;
+  return {
+    CallTool: methodDefinition(method.callTool, method.callTool.input, method.callTool.output),
+    CallToolStream: methodDefinition(method.callToolStream, proto.CallToolStreamRequestSchema, proto.CallToolStreamResponseSchema),
+    ListTools: methodDefinition(method.listTools, proto.ListToolsRequestSchema, proto.ListToolsResponseSchema),
+  };
+}
+
+/** A CallToolStreamResponse answering `callId` with the JSON of `value`. */
 function result(callId, value) {
-  return { call_id: callId, response: { result_json: Buffer.from(JSON.stringify(value)) } };
+  return response(callId, { outcome: { case: "resultJson", value: Buffer.from(JSON.stringify(value)) } });
+}
+
+/** A CallToolStreamResponse carrying the CallToolResponse `value`. */
+function response(callId, value) {
+  return { callId: BigInt(callId), answer: { case: "response", value } };
+}
+
+/** A CallToolStreamResponse refusing `callId` with a gRPC status. */
+function refusal(callId, code, message) {
+  return { callId: BigInt(callId), answer: { case: "status", value: { code, message } } };
 }
 
 /** The largest message a FakeDaemon reads unless told otherwise (the real one says ~257 KiB). */
@@ -66,11 +100,11 @@ class FakeDaemon extends EventEmitter {
     this._held = [];
     this._sizes = new WeakMap();
     this._server = new grpc.Server();
-    const { ToolBridgeService } = grpc.loadPackageDefinition(packageDefinition()).toolbridge.v1;
     // The stream's deserializer also notes each message's size, which the decoded object lacks.
-    const streamMethod = ToolBridgeService.service.CallToolStream;
+    const definition = serviceDefinition();
+    const streamMethod = definition.CallToolStream;
     const service = {
-      ...ToolBridgeService.service,
+      ...definition,
       CallToolStream: {
         ...streamMethod,
         requestDeserialize: (buffer) => {
@@ -139,8 +173,7 @@ class FakeDaemon extends EventEmitter {
           return;
         }
         this.requests.push(message);
-        const refusal = { code: grpc.status.RESOURCE_EXHAUSTED, message: "the call is larger than the daemon reads" };
-        answers.write({ call_id: message.call_id, status: refusal });
+        answers.write(refusal(message.callId, grpc.status.RESOURCE_EXHAUSTED, "the call is larger than the daemon reads"));
         answers.flush();
         return;
       }
@@ -159,9 +192,10 @@ class FakeDaemon extends EventEmitter {
 
   _answer(answers, request) {
     const { stream } = answers;
-    const { call_id: callId, call } = request;
-    const args = call.positional_arguments_json.length ? JSON.parse(call.positional_arguments_json) : [];
-    switch (call.tool_name) {
+    const { callId, call } = request;
+    const positional = Buffer.from(call.positionalArgumentsJson);
+    const args = positional.length ? JSON.parse(positional) : [];
+    switch (call.toolName) {
       case "echo":
         answers.write(result(callId, args));
         break;
@@ -171,8 +205,11 @@ class FakeDaemon extends EventEmitter {
         break;
       case "approval": // says the call waits for a person, then is held like "hold"
         answers.write({
-          call_id: callId,
-          waiting: { request_id: "apr_1", kind: "approval", summary: "approval()", expires_at_ms: 1 },
+          callId,
+          answer: {
+            case: "waiting",
+            value: { requestId: "apr_1", kind: "approval", summary: "approval()", expiresAtMs: 1n },
+          },
         });
         this._held.push({ answers, callId });
         this.emit("held", callId);
@@ -186,19 +223,20 @@ class FakeDaemon extends EventEmitter {
         }
         break;
       case "fail":
-        answers.write({
-          call_id: callId,
-          response: { error: { type: "Boom", message: "it failed", retryable: true, error_id: "err_1" } },
-        });
+        answers.write(
+          response(callId, {
+            outcome: { case: "error", value: { type: "Boom", message: "it failed", retryable: true, errorId: "err_1" } },
+          }),
+        );
         break;
       case "strict": {
         // As the real daemon does: a lone surrogate, which JSON.stringify sends escaped, is
         // refused under the call's id, and the stream goes on.
-        const raw = Buffer.from(call.positional_arguments_json).toString("latin1");
+        const raw = positional.toString("latin1");
         this.lastRawArguments = raw;
         if (/\\ud[89a-f][0-9a-f]{2}/i.test(raw) && !/\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}/i.test(raw)) {
           const message = "arguments: a JSON string holds a lone surrogate, which is not valid Unicode";
-          answers.write({ call_id: callId, status: { code: grpc.status.INVALID_ARGUMENT, message } });
+          answers.write(refusal(callId, grpc.status.INVALID_ARGUMENT, message));
         } else {
           answers.write(result(callId, args));
         }
@@ -213,7 +251,7 @@ class FakeDaemon extends EventEmitter {
         stream.end();
         break;
       default:
-        answers.write({ call_id: callId, status: { code: grpc.status.NOT_FOUND, message: `no tool named '${call.tool_name}'` } });
+        answers.write(refusal(callId, grpc.status.NOT_FOUND, `no tool named '${call.toolName}'`));
     }
   }
 
@@ -224,7 +262,7 @@ class FakeDaemon extends EventEmitter {
     }
     this.lastFormat = call.request.format;
     const definition = { name: "echo", description: "Echo", input_schema: { type: "object" } };
-    callback(null, { tools: [{ name: "echo", definition_json: Buffer.from(JSON.stringify(definition)) }] });
+    callback(null, { tools: [{ name: "echo", definitionJson: Buffer.from(JSON.stringify(definition)) }] });
   }
 
   /** Wait for an event, failing after `ms` instead of hanging the test run. */
@@ -233,4 +271,4 @@ class FakeDaemon extends EventEmitter {
   }
 }
 
-module.exports = { BATCH_BYTES, FakeDaemon, TOKEN };
+module.exports = { BATCH_BYTES, FakeDaemon, TOKEN, refusal, response, result, serviceDefinition };

@@ -33,14 +33,21 @@ test("a module that throws while loading is not kept: the next load runs it agai
   assert.equal(load(file), 2);
 });
 
-/** A copy of the package to build in, its dependencies (typescript) where Node finds them. */
+/**
+ * A copy of the package to build in, its dependencies where Node finds them: @bufbuild/protobuf
+ * copied beneath it, as the daemon lays it out for sandboxes (a symlink would resolve outside).
+ */
 function packageCopy() {
   const copy = path.join(scratch, "runtime", "inngest_tools");
   fs.mkdirSync(copy, { recursive: true });
   for (const entry of ["index.js", "runner.js", "register.js", "package.json", "lib", "proto"]) {
     fs.cpSync(path.join(PACKAGE, entry), path.join(copy, entry), { recursive: true });
   }
-  fs.symlinkSync(path.join(PACKAGE, "node_modules"), path.join(copy, "node_modules"));
+  const modules = path.join(copy, "node_modules");
+  fs.cpSync(path.join(PACKAGE, "node_modules", "@bufbuild", "protobuf"), path.join(modules, "@bufbuild", "protobuf"), {
+    recursive: true,
+  });
+  fs.symlinkSync(path.join(PACKAGE, "node_modules", "typescript"), path.join(modules, "typescript"));
   return copy;
 }
 
@@ -60,19 +67,21 @@ test("a build writes each module's code cache; the next process compiles from it
   assert.ok(Object.values(outcomesIn(copy)).every((outcome) => outcome === "compiled")); // no cache yet
   execFileSync(process.execPath, [path.join(copy, "runner.js"), "--build-cache"], { cwd: copy });
   const outcomes = outcomesIn(copy);
-  for (const module of ["lib/client.js", "lib/connection.js", "lib/transport.js", "lib/h2.js", "lib/hpack.js"]) {
+  // The generated messages and @bufbuild/protobuf, installed beneath the package, are cached too.
+  const runtime = "node_modules/@bufbuild/protobuf/dist/cjs";
+  for (const module of ["lib/client.js", "lib/connection.js", "lib/transport.js", "lib/proto.js", "proto/toolbridge/v1/toolbridge_pb.js", `${runtime}/to-binary.js`, `${runtime}/codegenv2/index.js`]) {
     assert.equal(outcomes[module], "cached", module);
   }
   assert.ok(Object.values(outcomes).every((outcome) => outcome === "cached"), JSON.stringify(outcomes));
 
-  const [h2Cache] = fs.readdirSync(path.join(copy, ".cache", "client", "lib")).filter((name) => name.startsWith("h2.js."));
-  fs.writeFileSync(path.join(copy, ".cache", "client", "lib", h2Cache), Buffer.from("not a code cache"));
+  const [grpcCache] = fs.readdirSync(path.join(copy, ".cache", "client", "lib")).filter((name) => name.startsWith("grpc.js."));
+  fs.writeFileSync(path.join(copy, ".cache", "client", "lib", grpcCache), Buffer.from("not a code cache"));
   // An edit that keeps the length, which V8's own check would not see: the time tells.
-  const hpack = path.join(copy, "lib", "hpack.js");
-  fs.writeFileSync(hpack, fs.readFileSync(hpack, "utf8").replace("RFC 7541", "RFC 7540"));
-  fs.utimesSync(hpack, new Date(), new Date(Date.now() + 5000));
+  const tls = path.join(copy, "lib", "tls.js");
+  fs.writeFileSync(tls, fs.readFileSync(tls, "utf8").replace("speaks clear text", "speaks clear-text"));
+  fs.utimesSync(tls, new Date(), new Date(Date.now() + 5000));
   const edited = outcomesIn(copy);
-  assert.equal(edited["lib/h2.js"], "rejected");
-  assert.equal(edited["lib/hpack.js"], "compiled");
+  assert.equal(edited["lib/grpc.js"], "rejected");
+  assert.equal(edited["lib/tls.js"], "compiled");
   assert.equal(edited["lib/transport.js"], "cached");
 });

@@ -110,3 +110,40 @@ test("the runner wants exactly one snippet", async () => {
   assert.equal(code, 2);
   assert.match(stderr, /^usage: node runner\.js SNIPPET/);
 });
+
+/** A copy of the package with its dependencies but without typescript (an optional peer). */
+function copyWithoutTypeScript() {
+  const copy = path.join(dir, "node_path", "inngest_tools");
+  const source = path.join(__dirname, "..");
+  for (const entry of ["index.js", "index.mjs", "runner.js", "register.js", "package.json", "lib", "proto"]) {
+    fs.cpSync(path.join(source, entry), path.join(copy, entry), { recursive: true });
+  }
+  const protobuf = path.join("node_modules", "@bufbuild", "protobuf");
+  fs.cpSync(path.join(source, protobuf), path.join(copy, protobuf), { recursive: true });
+  return copy;
+}
+
+test("without typescript: require works, the runner says what to install, the client's cache still builds", async () => {
+  const copy = copyWithoutTypeScript();
+  const env = { PATH: process.env.PATH, NODE_PATH: path.dirname(copy) };
+  const node = (args) =>
+    new Promise((resolve) => {
+      execFile(process.execPath, args, { cwd: dir, env, timeout: 30000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? error.code : 0, stdout, stderr }),
+      );
+    });
+  const required = await node(["-e", "const c = require('inngest_tools'); console.log(typeof c.tools.x, typeof c.ToolError)"]);
+  assert.deepEqual([required.code, required.stdout], [0, "function function\n"], required.stderr);
+  fs.writeFileSync(path.join(dir, "snippet.ts"), "return 1;");
+  const ran = await node([path.join(copy, "runner.js"), "snippet.ts"]);
+  assert.equal(ran.code, 4);
+  assert.equal(
+    ran.stderr,
+    "the TypeScript runner needs the typescript package, an optional peer dependency of inngest_tools " +
+      "that is not installed: run `npm install typescript` where inngest_tools is installed\n",
+  );
+  const built = await node([path.join(copy, "runner.js"), "--build-cache"]);
+  assert.equal(built.code, 0, built.stderr);
+  assert.ok(!fs.existsSync(path.join(copy, ".cache", "typescript.v8")));
+  assert.ok(fs.readdirSync(path.join(copy, ".cache", "client", "lib")).some((name) => name.startsWith("connection.js.")));
+});

@@ -10,9 +10,8 @@ const http2 = require("node:http2");
 const os = require("node:os");
 const path = require("node:path");
 const { EventEmitter, once } = require("node:events");
-const { methods } = require("../lib/proto");
+const proto = require("../lib/proto");
 
-const { CallToolStream } = methods();
 const OK_HEADERS = { ":status": 200, "content-type": "application/grpc" };
 
 /** `bytes` framed as a gRPC message: `flag`, its length (32-bit big-endian), the bytes. */
@@ -49,10 +48,12 @@ function serveCalls(stream, answer, headers = {}) {
   stream.respond({ ...OK_HEADERS, ...headers }, { waitForTrailers: true });
   stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
   const reply = (response) => {
-    if (!stream.destroyed && !stream.closed) stream.write(grpcMessage(CallToolStream.responseSerialize(response)));
+    if (!stream.destroyed && !stream.closed) {
+      stream.write(grpcMessage(proto.encode(proto.CallToolStreamResponseSchema, response)));
+    }
   };
   readMessages(stream, (bytes) => {
-    const request = CallToolStream.requestDeserialize(bytes);
+    const request = proto.decode(proto.CallToolStreamRequestSchema, bytes);
     for (const call of [request, ...request.more]) answer(call, reply);
   });
   stream.on("end", () => {
@@ -61,7 +62,7 @@ function serveCalls(stream, answer, headers = {}) {
 }
 
 /** The path of the call stream, the RPC the transport tests open. */
-const CALL_STREAM_PATH = "/toolbridge.v1.ToolBridgeService/CallToolStream";
+const CALL_STREAM_PATH = proto.PATHS.CallToolStream;
 
 /**
  * One call of the call stream on `channel` (a lib/transport.js Channel): `write` as its one
@@ -88,7 +89,8 @@ function callOn(channel, { metadata = {}, write = null, end = true } = {}) {
 
 /** A result answering `call`: the JSON of `value`. */
 function result(call, value) {
-  return { call_id: call.call_id, response: { result_json: Buffer.from(JSON.stringify(value)) } };
+  const outcome = { case: "resultJson", value: Buffer.from(JSON.stringify(value)) };
+  return { callId: call.callId, answer: { case: "response", value: { outcome } } };
 }
 
 class ScriptedServer extends EventEmitter {

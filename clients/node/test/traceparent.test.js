@@ -41,8 +41,8 @@ function lastCall() {
 
 test("the request has no traceparent field when there is no trace context", () => {
   assert.deepEqual(streamRequest(1, "echo", Buffer.alloc(0), Buffer.alloc(0)), {
-    call_id: 1,
-    call: { tool_name: "echo" },
+    callId: 1n,
+    call: { toolName: "echo" },
   });
   assert.equal(streamRequest(1, "echo", Buffer.alloc(0), Buffer.alloc(0), FROM_ENV).call.traceparent, FROM_ENV);
 });
@@ -97,7 +97,7 @@ async function runWithApi(apiSource) {
     const [code] = await once(child, "exit", { signal: AbortSignal.timeout(20000) });
     assert.equal(code, 0);
     const calls = daemon.requests.slice(before).map((request) => request.call);
-    return calls.map((call) => [JSON.parse(call.positional_arguments_json)[0], call.traceparent]);
+    return calls.map((call) => [JSON.parse(Buffer.from(call.positionalArgumentsJson))[0], call.traceparent]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

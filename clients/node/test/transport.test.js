@@ -189,7 +189,7 @@ test("a message above the limit is refused from its prefix, and the call reset",
 test("the client refuses an answer above the transport limit, and nothing but that call fails", TIMEOUT, async () => {
   server.handler = (stream) =>
     serveCalls(stream, (request, reply) => {
-      if (request.call.tool_name === "huge") {
+      if (request.call.toolName === "huge") {
         const prefix = Buffer.alloc(5);
         prefix.writeUInt32BE(TRANSPORT_MESSAGE_LIMIT + 1, 1);
         stream.write(prefix); // the prefix alone: refused before 64 MiB is sent
@@ -247,15 +247,15 @@ test("GOAWAY: the calls on the departing session finish there, new calls open a 
   let departing;
   server.handler = (stream) =>
     serveCalls(stream, (request, reply) => {
-      if (request.call.tool_name === "hold") {
+      if (request.call.toolName === "hold") {
         held.push(() => reply(result(request, "held")));
-      } else if (request.call.tool_name === "leave") {
+      } else if (request.call.toolName === "leave") {
         // GOAWAY (last stream: this one, so that it goes on), then the answer after it.
         departing = stream;
         stream.session.goaway(NGHTTP2_NO_ERROR, stream.id);
         reply(result(request, "leaving"));
       } else {
-        reply(result(request, request.call.tool_name));
+        reply(result(request, request.call.toolName));
       }
     });
   connectTo(server.address);
@@ -276,8 +276,8 @@ test("GOAWAY: the calls on the departing session finish there, new calls open a 
 test("GOAWAY with an error code ends the session's calls UNAVAILABLE; the next call connects again", TIMEOUT, async () => {
   server.handler = (stream) =>
     serveCalls(stream, (request, reply) => {
-      if (request.call.tool_name === "calm") stream.session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
-      else reply(result(request, request.call.tool_name));
+      if (request.call.toolName === "calm") stream.session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, stream.id);
+      else reply(result(request, request.call.toolName));
     });
   connectTo(server.address);
   await assert.rejects(client.tools.calm(), (error) => {
@@ -351,8 +351,10 @@ test("addresses: unix:/abs, unix:///abs, unix:relative and host:port all connect
   } finally {
     tcp.close();
   }
-  assert.deepEqual(parseAddress("[::1]:7070"), { host: "::1", port: 7070, authority: "[::1]:7070" });
-  for (const bad of ["", "unix:", "unix://relative", "localhost", "host:0", "host:65536", "dns:///host:1"]) {
+  assert.deepEqual(parseAddress("[::1]:7070"), { host: "::1", port: 7070, authority: "[::1]:7070", tls: false });
+  assert.deepEqual(parseAddress("tls://[::1]:7070"), { host: "::1", port: 7070, authority: "[::1]:7070", tls: true });
+  assert.deepEqual(parseAddress("tls://daemon.internal:443"), { host: "daemon.internal", port: 443, authority: "daemon.internal:443", tls: true });
+  for (const bad of ["", "unix:", "unix://relative", "localhost", "host:0", "host:65536", "dns:///host:1", "tls://", "tls://unix:/a.sock", "tls://host"]) {
     assert.throws(() => parseAddress(bad), TypeError, JSON.stringify(bad));
   }
 });

@@ -230,7 +230,7 @@ async def _run_lean_step(
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
             journal=run.journal,
-            timeout=scope.options.tool_timeout,
+            timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
@@ -327,7 +327,7 @@ async def _run_tool_step(
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
             journal=journal,
-            timeout=scope.options.tool_timeout,
+            timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
@@ -383,7 +383,7 @@ async def _finish(
         # run is live then does what it does after a crash (runs the call again, with the
         # same idempotency key, or refuses an at-most-once tool), and no reply runs ahead of
         # the journal. The server answers UNAVAILABLE.
-        rec.status, rec.output_json, rec.error, rec.finished_at = "running", None, None, None
+        rec.take_back()
         raise
     _failpoints.hit("after_result_recorded")
     return _outcome(rec, replayed=False)

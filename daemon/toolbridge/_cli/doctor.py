@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.metadata
 import os
 import re
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 
 from toolbridge import Bridge, ToolbridgeError
+from toolbridge._journal.sqlite.files import DAMAGED_HINT, SQLITE_HEADER
 
 NODE_MINIMUM = (20, 6)
 """The ``engines`` of the Node client's package.json."""
@@ -72,6 +74,23 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         "--journal", default="toolbridge.db", metavar="PATH", help="the journal file to check (toolbridge.db)"
     )
     doctor.set_defaults(handler=_doctor)
+
+
+def _egress(sandbox: str) -> Check:
+    """Whether ``egress=`` can be served, and whether this launcher enforces it."""
+    for module in ("cryptography", "h11"):
+        try:
+            importlib.metadata.version(module)
+        except importlib.metadata.PackageNotFoundError:
+            return Check("note", "egress", f"{module} is not installed: pip install 'toolbridge[egress]'")
+    if sandbox == "bwrap":
+        return Check("ok", "egress", "enforced: a bwrap command reaches the network only through its door")
+    return Check(
+        "note",
+        "egress",
+        "offered, not enforced: the process launcher has no network namespace, so a command can go "
+        "around its door (placeholders still keep secrets out of it); use --sandbox bwrap to enforce",
+    )
 
 
 def _python() -> Check:
@@ -193,7 +212,7 @@ def _cgroups() -> Check:
 
 
 def _cache_dir() -> Path:
-    """Where the daemon caches sandbox runtimes (as the README says)."""
+    """Where the daemon caches sandbox runtimes (as docs/get-started/install.md says)."""
     configured = os.environ.get("TOOLBRIDGE_RUNTIME_DIR")
     if configured:
         return Path(configured)
@@ -234,14 +253,43 @@ def _journal(path: Path) -> Check:
         )
     if not where.exists():
         return Check("ok", "journal", f"{where} (created when a bridge opens it)")
+    return _journal_file(where)
+
+
+def _journal_file(where: Path) -> Check:
+    """An existing journal: a toolbridge journal, whole (SQLite's integrity check), private."""
+    if where.stat().st_size == 0:
+        return Check("missing", "journal", f"{where} is empty (0 bytes), not a journal: {DAMAGED_HINT}")
+    with where.open("rb") as file:
+        if file.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            return Check(
+                "missing",
+                "journal",
+                f"{where} is not a readable SQLite file (garbled header): {DAMAGED_HINT}",
+            )
     try:
-        with sqlite3.connect(f"{where.as_uri()}?mode=ro", uri=True) as db:
-            db.execute("PRAGMA schema_version").fetchone()
+        # Read-only, and never creating a -wal of its own; a live journal's -wal is read.
+        with contextlib.closing(sqlite3.connect(f"{where.as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_migrations" not in tables and not {"runs", "steps"} <= tables:
+                shown = ", ".join(sorted(tables)[:5]) or "none"
+                return Check("missing", "journal", f"{where} is another program's database (tables: {shown})")
+            found = [row[0] for row in db.execute("PRAGMA integrity_check(20)")]
+            runs, steps = (db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "steps"))
     except sqlite3.Error as exc:
+        return Check("missing", "journal", f"{where}: SQLite cannot read it ({exc}): {DAMAGED_HINT}")
+    if found != ["ok"]:
+        shown = "; ".join(found[:3])
         return Check(
-            "missing", "journal", f"{where} exists but is not a readable SQLite file ({exc}): move it away"
+            "missing",
+            "journal",
+            f"{where}: the integrity check found {len(found)} problem(s): {shown}: {DAMAGED_HINT}",
         )
-    return Check("ok", "journal", f"{where} (exists)")
+    if where.stat().st_mode & 0o077:
+        return Check(
+            "note", "journal", f"{where} is readable by others: chmod 600 it (a bridge opening it does)"
+        )
+    return Check("ok", "journal", f"{where} (integrity check ok; {runs} runs, {steps} steps)")
 
 
 def _ping(n: int) -> int:
@@ -319,6 +367,7 @@ def _doctor(args: argparse.Namespace) -> int:
         _cgroups(),
         _runtime_cache(),
         _journal(Path(args.journal)),
+        _egress(sandbox),
     ]
     for check in checks:
         print(check.line(), flush=True)

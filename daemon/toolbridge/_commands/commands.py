@@ -22,8 +22,10 @@ from typing import Any, Literal
 from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
+from toolbridge._door.door import open_door
+from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable import tracing
-from toolbridge._durable.identity import expect_kind, expect_step
+from toolbridge._durable.identity import env_identity, expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import RunWaiting, SandboxError
@@ -90,6 +92,7 @@ class Commands:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        egress: Egress | Sequence[str | EgressRule] | None = None,
     ) -> CommandResult:
         """Run ``command`` as a durable step; its code calls ``tools`` by name.
 
@@ -103,6 +106,10 @@ class Commands:
             env: Variables added to the command's scrubbed environment.
             cwd: Working directory (a relative one is taken from the host's current
                 directory); the host's current directory by default.
+            egress: HTTP and HTTPS the command may make, through a proxy the daemon serves
+                to it alone: a list of allowed hosts, or an ``Egress`` (rules, secrets
+                swapped in for placeholders, a request budget). Enforced under bubblewrap;
+                offered, not enforced, under the process launcher. None: no egress.
 
         Returns:
             The command's :class:`CommandResult`; on replay, the recorded one.
@@ -118,12 +125,13 @@ class Commands:
         """
         argv = _argv(command)
         tool_map = to_tools(tools or {})
+        door_egress = as_egress(egress)
         options = tool_options or ToolOptions()
         # A relative cwd means the host's current directory's, under every launcher (bwrap
         # changes directory inside its own mount namespace, where a relative path means nothing).
         work_dir = Path.cwd() / cwd if cwd is not None else Path.cwd()
         key, rec = await self._claim(name)
-        identity = {"argv": argv, "tools": sorted(tool_map)}
+        identity = {"argv": argv, "tools": sorted(tool_map), "env": env_identity(env, self._run.secrets)}
         if rec is not None and rec.status == "completed":
             recorded = json.loads(expect_step(rec, "command", identity).output_json or "{}")
             recorded["not_asked_again"] = tuple(recorded.get("not_asked_again", ()))
@@ -143,6 +151,7 @@ class Commands:
                 env=env,
                 cwd=work_dir,
                 identity={**identity, "cwd": str(work_dir)},
+                egress=door_egress,
             )
             result = CommandResult(
                 exit_code=outcome.exit_code,
@@ -175,6 +184,7 @@ async def execute_command(
     cwd: Path,
     identity: Mapping[str, Any],
     writable: Sequence[Path] = (),
+    egress: Egress | None = None,
 ) -> tuple[StepRecord, ProcessOutcome, list[str]]:
     """Start a command step (or restart an interrupted one) and run it to its end.
 
@@ -196,11 +206,15 @@ async def execute_command(
         expect_kind(rec, kind)
         rec.input_json = canonical(dict(identity))
     else:
-        expect_step(rec, kind, {name: value for name, value in identity.items() if name != "cwd"})
-        rec.status, rec.error, rec.finished_at = "running", None, None
+        # Run again (not answered from its record): where and with which variables may differ
+        # (a restart's new credentials); what runs may not.
+        expect_step(
+            rec, kind, {name: value for name, value in identity.items() if name not in ("cwd", "env")}
+        )
+        rec.reopen()
     run.hold(rec)  # it runs again: in memory until its work ends
     rec.attempts += 1
-    run.journal.write(rec)
+    run.journal.write_soon(rec)
     span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
     scope = CommandScope(
         run=run,
@@ -219,18 +233,30 @@ async def execute_command(
     # A run taken over by another daemon stops here: its new holder runs it now.
     forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
     try:
-        async with _door(services, scope) as (address, socket_dir):
+        async with (
+            _door(services, scope) as (address, socket_dir),
+            open_door(
+                scope,
+                python=services.runtime.bin_dir / "python3",
+                cwd=cwd,
+                egress=egress,
+                confined=services.launcher.name == "bwrap",
+            ) as door,
+        ):
             environment = {**command_environment(services, address, token, env), **span.environment(env)}
             environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
+            if door is not None:  # shims (and egress): see toolbridge._door
+                environment = door.environment(environment)
             spec = LaunchSpec(
-                argv=argv,
+                argv=argv if door is None else door.argv(argv),
                 env={**environment, **(replay.environment if replay else {})},
                 cwd=cwd,
                 timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
                 output_limit=OUTPUT_LIMIT,
-                read_only_paths=services.runtime.read_only_paths,
+                read_only_paths=[*services.runtime.read_only_paths, *(door.read_only_paths if door else [])],
                 writable_paths=[*writable, *(replay.writable_paths if replay else [])],
                 socket_dir=socket_dir,
+                hidden_paths=services.state_paths,
             )
             outcome = await services.launcher.run(spec, scope.stop)
         if replay is not None:

@@ -45,6 +45,8 @@ class Services:
     events: EventBus
     steps_factory: StepsFactory
     approvals: ApprovalHub
+    state_paths: tuple[Path, ...] = ()
+    """The daemon's own files (journal, its -wal/-shm, secret key): never shown to a sandbox."""
 
 
 def command_environment(

@@ -17,7 +17,8 @@ from typing import Any
 
 from toolbridge._commands.commands import Commands, execute_command
 from toolbridge._commands.services import Services
-from toolbridge._durable.identity import expect_step
+from toolbridge._door.policy import Egress, EgressRule, as_egress
+from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
 from toolbridge._errors import SandboxError, SnippetError
@@ -53,6 +54,7 @@ class Sandbox:
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
+        egress: Egress | Sequence[str | EgressRule] | None = None,
     ) -> Any:
         """Run a Python snippet in the sandbox as a durable step and return its value.
 
@@ -60,6 +62,7 @@ class Sandbox:
         ``definitions`` are defined without an import. The returned value travels as JSON
         and is validated strictly against ``output`` (a type, a pydantic model or a JSON
         Schema): ``"12"`` or ``12.0`` is not an ``int``, and objects are closed.
+        ``egress=`` is as for ``commands.run``: HTTP(S) through the snippet's own door.
 
         Raises:
             SnippetError: when the snippet raises, exits non-zero, or returns a value that
@@ -77,6 +80,7 @@ class Sandbox:
             tool_options=tool_options,
             timeout=timeout,
             env=env,
+            egress=egress,
         )
 
     async def typescript(
@@ -89,6 +93,7 @@ class Sandbox:
         tool_options: ToolOptions | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
+        egress: Egress | Sequence[str | EgressRule] | None = None,
     ) -> Any:
         """Run a TypeScript snippet under Node as a durable step; see :meth:`python`."""
         runtime = self._services.runtime
@@ -108,6 +113,7 @@ class Sandbox:
             tool_options=tool_options,
             timeout=timeout,
             env=env,
+            egress=egress,
         )
 
     async def _snippet(
@@ -123,6 +129,7 @@ class Sandbox:
         tool_options: ToolOptions | None,
         timeout: float | None,
         env: Mapping[str, str] | None,
+        egress: Egress | Sequence[str | EgressRule] | None,
     ) -> Any:
         if not isinstance(code, str):
             raise TypeError("code must be a string")
@@ -147,7 +154,11 @@ class Sandbox:
                 raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
         # A snippet that could not start is tried again; any other outcome is replayed.
-        identity = {"code_sha256": digest(code, 64), "tools": sorted(tool_map)}
+        identity = {
+            "code_sha256": digest(code, 64),
+            "tools": sorted(tool_map),
+            "env": env_identity(env, self._run.secrets),
+        }
         if rec is not None and rec.done and not _failed_to_start(rec):
             return result(expect_step(rec, kind, identity))
 
@@ -169,6 +180,7 @@ class Sandbox:
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     cwd=work_dir,
                     identity={"code": code, **identity},
+                    egress=as_egress(egress),
                     writable=[work_dir],
                 )
                 _record_snippet(step, outcome, result_path, output_schema)

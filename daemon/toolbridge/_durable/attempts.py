@@ -72,7 +72,7 @@ async def run_attempts(
             if failure.type == "InternalError":
                 failure.retryable = False
             raise failure
-        journal.write(rec)
+        journal.write_soon(rec)
         await asyncio.sleep(options.backoff(number))
         # Never two attempts of a step at once: a sync tool past its timeout still runs in
         # its thread (nothing can stop it), and the retry waits until it has returned.

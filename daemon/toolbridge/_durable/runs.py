@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import logging
 import math
 import time
@@ -28,6 +29,7 @@ from toolbridge._durable.runstate import RunState
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
+from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 
 __all__ = ["Runs"]
 
@@ -51,12 +53,19 @@ class Runs:
         background: Tool calls that outlive their askers; the bridge cancels them on close.
             Lease renewals run there too, so that closing the bridge stops them.
         lease: Seconds the bridge's hold on an open run lasts without renewal.
+        secrets: The host's key for secrets in steps; by default the one beside the journal.
     """
 
     def __init__(
-        self, journal: Journal, background: set[asyncio.Future[Any]], *, lease: float = 30.0
+        self,
+        journal: Journal,
+        background: set[asyncio.Future[Any]],
+        *,
+        lease: float = 30.0,
+        secrets: SecretBox | None = None,
     ) -> None:
         self._journal = journal
+        self._secrets = secrets
         self._background = background
         self._lease = check_lease(lease)
         self._open: dict[str, RunState] = {}
@@ -72,6 +81,13 @@ class Runs:
         """Seconds the bridge's hold on an open run lasts without renewal."""
         return self._lease
 
+    @property
+    def secrets(self) -> SecretBox:
+        """The host's key for secrets, loaded (or created beside the journal) on first use."""
+        if self._secrets is None:
+            self._secrets = default_secrets(self._journal)
+        return self._secrets
+
     def get(self, run_id: str) -> RunState | None:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)
@@ -86,6 +102,7 @@ class Runs:
         if state is None:
             asked = time.monotonic()
             loaded = RunState(run_id, self._journal, self._background)
+            loaded.secrets = self.secrets
             recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
             try:
                 await loaded.load(recorded)  # complete before anyone can ask it for a step
@@ -114,10 +131,18 @@ class Runs:
         return state
 
     def _renew_while_open(self, state: RunState) -> None:
+        # Not among the background calls: shutdown waits for calls, and a renewal never ends
+        # by itself (a bridge closing with a run open would wait out its whole grace).
         task = asyncio.ensure_future(self._renew(state))
         self._renewals[state.run_id] = task
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Stop renewing the leases of runs still open (the bridge is closing)."""
+        renewals = list(self._renewals.values())
+        self._renewals.clear()
+        for task in renewals:
+            task.cancel()
+        await asyncio.gather(*renewals, return_exceptions=True)
 
     async def _renew(self, state: RunState) -> None:
         while True:
@@ -170,10 +195,11 @@ class Runs:
     async def session(self, run_id: str) -> AsyncIterator[RunState]:
         """Enter ``run_id`` for the block; its outcome is the run's.
 
-        A block that raises ``RunWaiting`` leaves the run open for the next entry (a call
-        waits on a person); any other exception records the run as failed; a block that
-        ends records it as completed, and when it was the run's last entry, marks the steps
-        that nobody asked for again as stale (other entries may still ask for them).
+        A block that raises ``RunWaiting`` or is cancelled leaves the run open for the next
+        entry (a call waits on a person; a replay finishes it); any other exception records
+        the run as failed; a block that ends records it as completed, and when it was the
+        run's last entry, marks the steps that nobody asked for again as stale (other entries
+        may still ask for them).
         """
         span = tracing.run_trace(run_id)
         try:
@@ -185,6 +211,11 @@ class Runs:
                 raise
             except Exception as exc:
                 await self.leave(state, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            except BaseException:
+                # Cancelled (the bridge is stopping, or the host gave up on the block): the
+                # run stays running for a replay, and its lease goes at once.
+                await self.leave(state, None, suspend=True)
                 raise
             else:
                 if state.entries == 1:
@@ -198,3 +229,19 @@ class Runs:
             raise
         finally:
             span.end()
+
+
+def default_secrets(journal: Journal) -> SecretBox:
+    """The key beside a SQLite journal; for PostgreSQL, one per journal in the user's state folder.
+
+    Hosts sharing a PostgreSQL journal must share a key: give each ``Bridge(secret_key=...)``.
+    """
+    path = getattr(journal, "path", None)
+    if path is not None:
+        return SecretBox.from_file(key_file_beside(path))
+    location = getattr(journal, "location", None)
+    if not location:
+        return SecretBox.ephemeral()  # nothing is recorded, so nothing must open later
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return SecretBox.from_file(state / f"journal-{hashlib.sha256(location.encode()).hexdigest()[:16]}.key")

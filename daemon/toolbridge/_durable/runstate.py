@@ -30,25 +30,30 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from toolbridge._durable.keyfilter import KeyFilter
+from toolbridge._durable.lease import RunLease
 from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
-from toolbridge._errors import RunLeaseLostError
 from toolbridge._futures import fail_unawaited
 from toolbridge._journal.base import Journal
 from toolbridge._json import digest
 from toolbridge._records import StepRecord
+from toolbridge._secrets import SecretBox
 
-if TYPE_CHECKING:  # a counter asks its run; the run only tells it the numbers of its steps
-    from toolbridge._durable.keycounter import KeyCounter
 
-__all__ = ["RECORDS_KEPT", "RunState"]
+class Asker(Protocol):
+    """A key counter as its run sees it (``keycounter.KeyCounter``): the run only tells it
+    the numbers of the steps its keys were given."""
+
+    @property
+    def asked(self) -> SeqSet: ...
+
+
+__all__ = ["RECORDS_KEPT", "Asker", "RunState"]
 
 T = TypeVar("T")
 
@@ -62,10 +67,11 @@ READ_AHEAD = 256
 """Steps read along with one read back from the journal: those recorded right after it."""
 
 
-class RunState:
+class RunState(RunLease):
     """The steps of one run as far as it executes here: some in memory, the rest in the journal.
 
-    One ``RunState`` is shared by every live entry of the same run id in a bridge, so two
+    Its lease (still ours, renewed in time, or lost) is :class:`RunLease`'s job. One
+    ``RunState`` is shared by every live entry of the same run id in a bridge, so two
     calls with the same step key at the same time run once (single flight). Build it with
     :meth:`load`, from what entering the run returned.
 
@@ -85,8 +91,10 @@ class RunState:
         keep = RECORDS_KEPT if keep is None else keep
         if keep < 1:
             raise ValueError(f"a run keeps at least one record in memory, not {keep}")
-        self.run_id = run_id
+        super().__init__(run_id)  # the run's lease: RunLease
         self.journal = journal
+        self.secrets = SecretBox.ephemeral()
+        """The host's key for secrets in this run's steps (set by ``Runs`` when it enters the run)."""
         self.start_records = StartRecords(journal)  # calls journaled as running once slow
         # Shielded work outlives its askers; the bridge cancels what is left when it closes.
         self._background = background if background is not None else set()
@@ -101,7 +109,7 @@ class RunState:
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         # Counters that gave out a key whose step they have not been told the number of yet:
         # not claimed yet, or not started yet (see KeyCounter).
-        self._askers: dict[str, list[KeyCounter]] = {}
+        self._askers: dict[str, list[Asker]] = {}
         # Steps numbered up to ``_entered_seq`` were recorded before the run was entered;
         # those asked for since are in ``_claimed``. Recorded children of a re-run parent that
         # nobody asked for again are marked stale.
@@ -113,15 +121,6 @@ class RunState:
         self._looked_up = SeqSet()
         self._seq = itertools.count(1)
         self.reads = 0  # reads of the journal for records (for tests and benchmarks)
-        # Set once another daemon took the run over (see Runs): nothing more runs here, and
-        # the run's commands are stopped.
-        self.lost: RunLeaseLostError | None = None
-        self._on_lost: list[Callable[[RunLeaseLostError], None]] = []
-        # When this bridge's hold on the run runs out unless renewed (monotonic seconds), and
-        # how to renew it: new work that would start past it first makes sure the run is
-        # still ours, so a daemon that was paused does not start steps it no longer owns.
-        self.lease_deadline = math.inf
-        self.renew: Callable[[], Awaitable[bool]] | None = None
 
     async def load(self, recorded: Sequence[StepRecord]) -> None:
         """Take in what the run recorded before it was entered.
@@ -141,31 +140,6 @@ class RunState:
                 if len(page) < PAGE:
                     break
         self._seq = itertools.count(self._entered_seq + 1)
-
-    # -- the run's lease ----------------------------------------------------------------------
-
-    def on_lost(self, callback: Callable[[RunLeaseLostError], None]) -> Callable[[], None]:
-        """Call ``callback`` if the run is taken over; returns a function that cancels that."""
-        self._on_lost.append(callback)
-        return lambda: self._on_lost.remove(callback) if callback in self._on_lost else None
-
-    def lose(self, error: RunLeaseLostError) -> None:
-        """Note that another daemon took the run over, and tell whoever asked."""
-        if self.lost is None:
-            self.lost = error
-            for callback in list(self._on_lost):
-                callback(error)
-
-    def _renewal_due(self) -> bool:
-        return self.renew is not None and time.monotonic() >= self.lease_deadline
-
-    async def check_lease(self) -> None:
-        """Raise :class:`RunLeaseLostError` unless the run is still this bridge's to run."""
-        if self.lost is None and self._renewal_due():
-            assert self.renew is not None  # (what _renewal_due checked)
-            await self.renew()
-        if self.lost is not None:
-            raise RunLeaseLostError(self.run_id, self.lost.owner)
 
     # -- records --------------------------------------------------------------------------
 
@@ -219,7 +193,7 @@ class RunState:
                 continue
             self._remember(rec)
 
-    async def claim(self, key: str, *, by: KeyCounter | None = None) -> StepRecord | None:
+    async def claim(self, key: str, *, by: Asker | None = None) -> StepRecord | None:
         """Note that ``key`` was asked for (through ``by``), and return its record if there is one.
 
         A record that is not finished is held in memory from now on: the asker runs it.
@@ -242,7 +216,7 @@ class RunState:
             self.hold(rec)
         if rec.stale:
             rec.stale = False
-            self.journal.write(rec)
+            self.journal.write_soon(rec)
         return rec
 
     async def take(self, key: str) -> StepRecord | None:
@@ -254,13 +228,13 @@ class RunState:
             self.hold(rec)
         return rec
 
-    def given(self, key: str, counter: KeyCounter) -> None:
+    def given(self, key: str, counter: Asker) -> None:
         """Note that ``counter`` gave out ``key``: it learns the step's number when there is one."""
         askers = self._askers.setdefault(key, [])
         if counter not in askers:
             askers.append(counter)
 
-    def gave(self, key: str, counter: KeyCounter) -> bool:
+    def gave(self, key: str, counter: Asker) -> bool:
         """Whether ``counter`` gave out ``key`` and has not learnt its step's number yet."""
         return counter in self._askers.get(key, ())
 
@@ -400,7 +374,7 @@ class RunState:
                 if rec is None or rec.stale or rec.seq in self._claimed:
                     continue
                 rec.stale = True
-                self.journal.write(rec)
+                self.journal.write_soon(rec)
                 marked.append(key)
             if len(page) < PAGE:
                 break

@@ -49,6 +49,6 @@ class StartRecords:
             _, rec = self._due.popleft()
             if rec.status == "running":
                 with contextlib.suppress(JournalError):  # the bridge closed meanwhile
-                    self._journal.write(rec)
+                    self._journal.write_soon(rec)
         if self._due:
             self._timer = loop.call_at(max(self._due[0][0], clock + SWEEP_SLACK), self._sweep, loop)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
-from toolbridge._durable.identity import expect_step, function_name
+from toolbridge._durable.identity import arguments_identity, expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import RunState
 from toolbridge._errors import StepError, ToolError
@@ -22,7 +22,7 @@ from toolbridge._tools.events import Event
 from toolbridge._tools.tool import call_maybe_async
 
 if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+    from toolbridge._tools.context import Invocable
 
 __all__ = ["ClaimStep", "Steps", "StepsFactory", "nested_steps"]
 
@@ -95,7 +95,7 @@ class Steps:
                 current = run.new_step(
                     key, parent_key=self._parent_key, kind=kind, name=step_id, input_json=input_json
                 )
-            run.journal.write(current)
+            run.journal.write_soon(current)
             try:
                 text = dumps(await body(current))
             except ToolError as exc:
@@ -133,7 +133,10 @@ class Steps:
                 what=f"step {step_id!r}",
             )
 
-        identity = {"function": function_name(fn)}
+        identity = {
+            "function": function_name(fn),
+            "arguments": arguments_identity(args, kwargs, self._run.secrets),
+        }
         return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
     async def sleep(self, step_id: str, seconds: float) -> None:
@@ -209,7 +212,7 @@ class Steps:
                 rec.attempt_log.append(
                     {"window": len(rec.attempt_log) + 1, "started_at": opened, "finished_at": now()}
                 )
-                self._run.journal.write(rec)
+                self._run.journal.write_soon(rec)
 
         found = await self._durable(
             step_id,
@@ -225,7 +228,7 @@ class Steps:
         )
         return None if found is None else Event.from_dict(found)
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any:
+    async def invoke(self, step_id: str, *, function: Invocable, data: Any = None) -> Any:
         """Run a durable function as a nested step and return its result.
 
         ``data`` is checked against the function's trigger schema. The function's own steps

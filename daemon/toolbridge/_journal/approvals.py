@@ -8,7 +8,7 @@ its writes do; requests are not fenced by the run's lease: a person decides whil
 holds the run. Times are stored as integer epoch milliseconds and shown in
 seconds, as every other time toolbridge returns.
 
-:class:`SQLiteApprovals` is the real store; :class:`MemoryApprovals` keeps requests in
+:class:`SQLApprovals` is the real store (both dialects); :class:`MemoryApprovals` keeps requests in
 memory for a bridge without a journal (``Bridge(journal=None)``) and for unit tests.
 """
 
@@ -17,26 +17,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import aiosqlite
-
-from toolbridge._journal.commit import Pending
+from toolbridge._journal.statements import APPROVAL, DECIDE, Statement, Write
 from toolbridge._records import now
 
 __all__ = [
     "APPROVALS_MIGRATION",
-    "APPROVAL_OPERATIONS",
-    "RUN_STATUS_SQL",
+    "DECISIONS",
+    "INSERT_REQUEST",
     "ApprovalRequest",
     "ApprovalStore",
     "MemoryApprovals",
     "RequestKind",
     "RequestState",
-    "SQLiteApprovals",
+    "SQLApprovals",
 ]
 
 RequestKind = Literal["approval", "input"]
@@ -70,12 +67,6 @@ APPROVALS_MIGRATION: tuple[str, ...] = (
     "CREATE INDEX approvals_by_state ON approvals (state, created_at)",
 )
 """The migration that adds the table (one of the journal's numbered migrations)."""
-
-RUN_STATUS_SQL = (
-    "CASE WHEN r.status = 'running' AND EXISTS (SELECT 1 FROM approvals a "
-    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' ELSE r.status END"
-)
-"""A run's status as listed: a run still open on a pending request is ``waiting``."""
 
 _COLUMNS = (
     "request_id, run_id, step_key, args_hash, kind, tool_name, arguments_json, summary, "
@@ -230,54 +221,49 @@ class ApprovalStore(Protocol):
         ...
 
 
-_INSERT = (
+INSERT_REQUEST = Statement(
     f"INSERT INTO approvals ({_COLUMNS}) VALUES ({', '.join('?' * 17)}) "
     "ON CONFLICT (run_id, step_key, args_hash) WHERE state != 'cancelled' DO NOTHING"
 )
-_GUARDS = {"live": " AND expires_at > ?", "overdue": " AND expires_at <= ?", "any": ""}
+_DECIDE = (
+    "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, channel = ?, reason = ?, "
+    "answer_json = ? WHERE request_id = ? AND state = 'pending'"
+)
+DECISIONS: dict[Condition, Statement] = {
+    "live": Statement(f"{_DECIDE} AND expires_at > ? RETURNING request_id"),
+    "overdue": Statement(f"{_DECIDE} AND expires_at <= ? RETURNING request_id"),
+    "any": Statement(f"{_DECIDE} RETURNING request_id"),
+}
+"""A decision, by which pending requests it applies to (its guard on the expiry)."""
+
+Select = Callable[..., Awaitable[list[Sequence[Any]]]]
+"""Runs a read :class:`Statement` with its parameters on the journal; returns the rows."""
+Queue = Callable[[Write, Any, Any], "asyncio.Future[Any]"]
 
 
-def _insert(db: sqlite3.Connection, writes: list[Pending]) -> None:
-    db.executemany(_INSERT, [pending.params for pending in writes])
+class SQLApprovals:
+    """The requests in the journal's database; writes through its group commit."""
 
-
-def _decide(db: sqlite3.Connection, writes: list[Pending]) -> None:
-    for pending in writes:
-        sql, params = pending.params
-        pending.result = bool(db.execute(sql, params).fetchall())
-
-
-APPROVAL_OPERATIONS = {"approval": _insert, "decide": _decide}
-"""The journal's batch operations for requests: kind -> executor, run on the journal's writer
-thread inside the batch's transaction."""
-
-Queue = Callable[[str, Any, Any], "asyncio.Future[Any]"]
-
-
-class SQLiteApprovals:
-    """The requests in the journal's SQLite file; writes through its group commit."""
-
-    def __init__(self, db: Callable[[], aiosqlite.Connection], queue: Queue) -> None:
-        self._db = db
+    def __init__(self, select: Select, queue: Queue) -> None:
+        self._select = select
         self._queue = queue
 
-    async def _fetch(self, where: str, params: tuple[Any, ...]) -> list[ApprovalRequest]:
-        found = await self._db().execute_fetchall(f"SELECT {_COLUMNS} FROM approvals {where}", params)
+    async def _fetch(self, where: str, *params: Any) -> list[ApprovalRequest]:
+        found = await self._select(Statement(f"SELECT {_COLUMNS} FROM approvals {where}"), *params)
         return [_from_row(row) for row in found]
 
     async def create(self, req: ApprovalRequest) -> ApprovalRequest:
-        await self._queue("approval", None, _row(req))
+        await self._queue(APPROVAL, None, _row(req))
         kept = await self.for_step(req.run_id, req.step_key)
         return next(found for found in kept if found.args_hash == req.args_hash)
 
     async def get(self, request_id: str) -> ApprovalRequest | None:
-        found = await self._fetch("WHERE request_id = ?", (request_id,))
+        found = await self._fetch("WHERE request_id = ?", request_id)
         return found[0] if found else None
 
     async def for_step(self, run_id: str, step_key: str) -> list[ApprovalRequest]:
         return await self._fetch(
-            "WHERE run_id = ? AND step_key = ? AND state != 'cancelled' ORDER BY created_at",
-            (run_id, step_key),
+            "WHERE run_id = ? AND step_key = ? AND state != 'cancelled' ORDER BY created_at", run_id, step_key
         )
 
     async def list(
@@ -291,10 +277,9 @@ class SQLiteApprovals:
             clauses.append(f"state IN ({', '.join('?' * len(states))})")
             params.extend(states)
         where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
-        return await self._fetch(f"{where}ORDER BY created_at, request_id", tuple(params))
+        return await self._fetch(f"{where}ORDER BY created_at, request_id", *params)
 
     async def decide(self, decided: ApprovalRequest, *, condition: Condition) -> bool:
-        guard = _GUARDS[condition]
         params: tuple[Any, ...] = (
             decided.state,
             _ms(decided.decided_at),
@@ -304,14 +289,9 @@ class SQLiteApprovals:
             None if decided.answer is None else json.dumps(decided.answer),
             decided.id,
         )
-        if guard:
+        if condition != "any":
             params += (_ms(decided.decided_at),)
-        sql = (
-            "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, channel = ?, "
-            f"reason = ?, answer_json = ? WHERE request_id = ? AND state = 'pending'{guard} "
-            "RETURNING request_id"
-        )
-        won: bool = await self._queue("decide", None, (sql, params))
+        won: bool = await self._queue(DECIDE, None, (condition, params))
         return won
 
 

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from toolbridge._journal.approvals import ApprovalStore
 from toolbridge._journal.null import NullJournal
-from toolbridge._journal.sqlite import Durability, SQLiteJournal
+from toolbridge._journal.sqlite import SQLiteJournal
+from toolbridge._journal.sqljournal import Durability
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["FROM_ENVIRONMENT", "Durability", "FromEnvironment", "Journal", "open_journal"]
@@ -26,6 +27,8 @@ class Journal(Protocol):
     """Where runs, steps, events and sidecar tokens are recorded.
 
     Writes are queued and committed in batches (group commit); each batch is one transaction.
+    A step is written with :meth:`write` where the caller waits for the commit and with
+    :meth:`write_soon` where it does not.
     A run is held by one journal at a time: :meth:`enter_run` takes its lease, the holder
     renews it, and every write for the run is fenced by it, so a journal whose lease was
     taken over can no longer write the run.
@@ -68,10 +71,14 @@ class Journal(Protocol):
         ...
 
     def write(self, rec: StepRecord) -> asyncio.Future[None]:
-        """Queue a snapshot of ``rec``; the future resolves once it is committed.
+        """Queue a snapshot of ``rec`` now; await the future: it resolves once committed.
 
         The future fails with :class:`RunLeaseLostError` when the run was taken over.
         """
+        ...
+
+    def write_soon(self, rec: StepRecord) -> None:
+        """Queue a snapshot of ``rec`` and go on, not waiting for its commit."""
         ...
 
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None: ...

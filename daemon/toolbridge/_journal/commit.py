@@ -16,6 +16,7 @@ from typing import Any
 
 from toolbridge._errors import JournalError
 from toolbridge._futures import fail_unawaited
+from toolbridge._journal.statements import Write
 
 __all__ = ["Done", "Eager", "Executor", "GroupCommit", "Pending", "awaiting"]
 
@@ -31,7 +32,7 @@ class Pending:
     row twice. A ``key`` of ``None`` never collapses.
     """
 
-    kind: str
+    kind: Write
     key: Hashable
     params: Any
     waiters: list[asyncio.Future[Any]] = field(default_factory=list)
@@ -79,34 +80,45 @@ class GroupCommit:
         self._execute = execute
         self._eager = eager
         self._eager_this_turn = False  # one eager commit per turn: a burst is batched
-        self._pending: dict[tuple[str, Hashable], Pending] = {}
+        self._pending: dict[tuple[Write, Hashable], Pending] = {}
         self._scheduled = False  # a batch will start in the loop's next turn
         self._committing = False
-        self._in_commit: dict[tuple[str, Hashable], Pending] = {}  # the batch being committed
+        self._in_commit: dict[tuple[Write, Hashable], Pending] = {}  # the batch being committed
         self._idle: asyncio.Future[None] | None = None  # for drain(): set once nothing is queued
 
-    def add(self, kind: str, key: Hashable, params: Any) -> asyncio.Future[Any]:
+    def add(self, kind: Write, key: Hashable, params: Any) -> asyncio.Future[Any]:
         """Queue a write; the future resolves with its outcome once its batch is committed."""
-        loop = asyncio.get_running_loop()
+        # Each writer has its own future: a writer cancelled while it waits cancels only its
+        # wait, never the batch the others wait on.
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._add(kind, key, params).waiters.append(waiter)
+        self._commit_or_schedule()
+        return waiter
+
+    def add_soon(self, kind: Write, key: Hashable, params: Any) -> None:
+        """Queue a write nobody waits for: it commits with the next batch, or fails unseen
+        (a batch that fails whole is logged)."""
+        self._add(kind, key, params)
+        self._commit_or_schedule()
+
+    def _add(self, kind: Write, key: Hashable, params: Any) -> Pending:
         slot = (kind, object() if key is None else key)
         pending = self._pending.get(slot)
         if pending is None:
             pending = self._pending[slot] = Pending(kind, key, params)
         else:
             pending.params = params
-        # Each writer has its own future: a writer cancelled while it waits cancels only its
-        # wait, never the batch the others wait on. Nobody may await a fire-and-forget write:
-        # a failure is settled so that asyncio does not complain (see _settle).
-        waiter: asyncio.Future[Any] = loop.create_future()
-        pending.waiters.append(waiter)
+        return pending
+
+    def _commit_or_schedule(self) -> None:
         if not self._committing and not self._scheduled:
+            loop = asyncio.get_running_loop()
             if self._eager is not None and not self._eager_this_turn and self._commit_eagerly(loop):
-                return waiter  # already settled: awaiting it does not even yield
+                return  # already settled: awaiting the write does not even yield
             self._scheduled = True
             loop.call_soon(self._start)
-        return waiter
 
-    def latest(self, kind: str, key: Hashable) -> Any | None:
+    def latest(self, kind: Write, key: Hashable) -> Any | None:
         """The parameters of the last write of ``kind`` and ``key`` not yet committed, if any.
 
         A reader that looks here first reads its own writes: a step written a moment ago reads

@@ -48,6 +48,9 @@ class NullJournal:
         future.set_result(None)
         return future
 
+    def write_soon(self, rec: StepRecord) -> None:
+        return None
+
     async def end_run(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
         return None
 

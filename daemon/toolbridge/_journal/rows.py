@@ -6,8 +6,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from toolbridge._journal.approvals import RUN_STATUS_SQL
 from toolbridge._records import RunSummary, SidecarToken, StepRecord
+
+RUN_STATUS_SQL = (
+    "CASE WHEN r.status = 'running' AND EXISTS (SELECT 1 FROM approvals a "
+    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' ELSE r.status END"
+)
+"""A run's status as listed: a run still open on a pending request is ``waiting``."""
 
 STEP_COLUMNS = (
     "run_id, step_key, parent_key, seq, kind, name, idempotency_key, status, input_json, "

@@ -54,6 +54,9 @@ class LaunchSpec:
         writable_paths: Paths the command may write (a scratch directory the daemon made
             for it, such as a snippet's); writes there are seen by the host.
         socket_dir: The directory holding the daemon's Unix socket, if it uses one.
+        hidden_paths: The daemon's own state (its journal, the journal's ``-wal`` and
+            ``-shm``, its secret key): a real sandbox never shows them, even when they lie
+            inside a path it shows (the working directory, say).
     """
 
     argv: Sequence[str]
@@ -64,6 +67,7 @@ class LaunchSpec:
     read_only_paths: Sequence[Path] = ()
     writable_paths: Sequence[Path] = ()
     socket_dir: Path | None = None
+    hidden_paths: Sequence[Path] = ()
 
     def __post_init__(self) -> None:
         # Launchers chdir in their own ways (bwrap inside its mount namespace): a relative

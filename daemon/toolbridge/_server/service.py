@@ -346,6 +346,7 @@ def _definitions(scope: CommandScope, request: pb.ListToolsRequest) -> pb.ListTo
         entries = [
             pb.ToolDefinition(name=name, definition_json=_json_bytes(definition(name, tool, format_name)))  # type: ignore[arg-type]
             for name, tool in sorted(scope.tools.items())
+            if tool.shim is None  # a shim is a program on the PATH, not a tool for a model
         ]
     except ValueError as exc:  # a tool whose input is not an object: the host must fix it
         raise ProtocolError("FAILED_PRECONDITION", str(exc)) from None

@@ -186,7 +186,7 @@ class SidecarScopes:
                 ),
             )
         else:
-            rec.status, rec.error, rec.finished_at = "running", None, None
+            rec.reopen()
             run.hold(rec)
         rec.attempts += 1
         await self._journal.write(rec)

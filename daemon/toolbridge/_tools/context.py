@@ -8,14 +8,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from toolbridge._tools.events import Event
+from toolbridge._tools.events import Event, EventType
 
-if TYPE_CHECKING:
-    from toolbridge._tools.functions import DurableFunction
+__all__ = ["Invocable", "StepsAPI", "ToolContext"]
 
-__all__ = ["StepsAPI", "ToolContext"]
+
+class Invocable(Protocol):
+    """What ``ctx.step.invoke`` runs: a durable function (``_tools.functions.DurableFunction``).
+
+    A protocol, so that this module need not import the functions module, which imports it.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def trigger(self) -> EventType | None: ...
+
+    def event(self, data: dict[str, Any], event_id: str) -> Event: ...
+
+    async def call(self, event: Event, step: StepsAPI, run_id: str) -> Any: ...
 
 
 class StepsAPI(Protocol):
@@ -36,7 +50,7 @@ class StepsAPI(Protocol):
         self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
     ) -> Event | None: ...
 
-    async def invoke(self, step_id: str, *, function: DurableFunction, data: Any = None) -> Any: ...
+    async def invoke(self, step_id: str, *, function: Invocable, data: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ Three ways to make a tool:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolbridge._json import canonical
 from toolbridge._schema.nulls import NullOmission
@@ -24,6 +25,9 @@ from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._schema.signature import FunctionSignature, describe
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, is_async_callable, takes_context
+
+if TYPE_CHECKING:
+    from toolbridge._tools.shim import ShimCall, ShimSpec
 
 __all__ = [
     "BoundCall",
@@ -98,6 +102,8 @@ class Tool:
     human: HumanPrompt | None = None
     signature: FunctionSignature | None = field(default=None, repr=False)
     handler_takes_context: bool = True
+    shim: ShimSpec | None = None  # a program on the command's PATH (``tool.shim``)
+    timeout: float | None = None  # seconds one attempt may take; ``ToolOptions.tool_timeout`` if None
 
     def schema(self) -> dict[str, Any]:
         """``{name, description, input_schema, requires_confirmation}`` (a callable: ``True``)."""
@@ -311,6 +317,73 @@ class _ToolFactory:
             requires_confirmation,
         )
 
+    def shim(
+        self,
+        name: str,
+        handler: Callable[[ShimCall], Any],
+        *,
+        env: Sequence[str] = (),
+        description: str = "",
+        requires_confirmation: bool | Confirmation = False,
+        attempts: int = 1,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Declare a program ``name`` on the command's PATH whose every run asks ``handler``.
+
+        Given in ``tools=`` like any tool (``tools={"gh": tool.shim("gh", handler)}``), under
+        both launchers, for commands and snippets. Each run of the program in the sandbox is
+        a step: journaled (argv, working folder, declared variables, exit code, sizes and
+        digests of stdin and of the output; never the environment a ``run`` is given),
+        replayed on a re-run, counted against ``max_calls``.
+
+        Args:
+            name: The program's name in the sandbox (letters, digits and ``. _ + -``).
+            handler: ``handler(call)``, sync or async, given a :class:`ShimCall`; returns
+                ``call.reply(...)``, ``call.run(...)`` or ``call.refuse(...)``.
+            env: Names of the sandbox's variables the program sends with each run (nothing
+                else of the sandbox's environment leaves it).
+            description: What the program is for (shown in the trace).
+            requires_confirmation: As for ``tool.step``: a person approves each run (or the
+                runs a function picks, from ``{"argv", "cwd", "env", "stdin"}``) before it runs.
+            attempts: Tries in all when the handler raises. A program's side effects are not
+                known to be idempotent, so a run is tried once, and one interrupted by a
+                crash is not run again on replay (it fails with ``StepInterrupted``), unless
+                this is above 1.
+            timeout: Seconds one run may take (``ToolOptions.tool_timeout`` by default).
+
+        Raises:
+            ValueError: for a bad program name, variable name, ``attempts`` or ``timeout``.
+            TypeError: when ``handler`` is not callable.
+        """
+        from toolbridge._tools.shim import ShimSpec, check_program_name, make_shim
+
+        check_program_name(name)
+        if not callable(handler):
+            raise TypeError(f"handler must be a function taking a ShimCall, got {handler!r}")
+        names = (env,) if isinstance(env, str) else tuple(env)
+        for variable in names:
+            if not isinstance(variable, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+                raise ValueError(f"env= names variables; {variable!r} is not a variable name")
+        if not isinstance(attempts, int) or attempts < 1:
+            raise ValueError("attempts= must be a whole number of at least 1")
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout= must be a positive number of seconds")
+        declared = self._declare(
+            None,
+            "step",
+            make_shim(name, handler, names),
+            description or f"the program {name}",
+            _SHIM_INPUT,
+            None,
+            True,
+            attempts == 1,
+            attempts,
+            None,
+            None,
+            requires_confirmation,
+        )
+        return dataclasses.replace(declared, shim=ShimSpec(name, names), timeout=timeout)
+
     @staticmethod
     def _declare(
         name: str | None,
@@ -355,6 +428,22 @@ class _ToolFactory:
             handler_takes_context=takes_context(run),
         )
 
+
+_SHIM_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "argv": {"type": "array", "items": {"type": "string"}},
+        "cwd": {"type": "string"},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "stdin": {
+            "type": "object",
+            "properties": {"size": {"type": "integer"}, "sha256": {"type": "string"}},
+            "required": ["size", "sha256"],
+        },
+    },
+    "required": ["argv", "cwd", "env", "stdin"],
+}
+"""A shim run's step input, as the door sends it (stdin travels beside it)."""
 
 tool = _ToolFactory()
 """Declare tools: ``tool.step(...)`` and ``tool.group(...)``."""

@@ -40,6 +40,7 @@ from toolbridge._sandbox.bwrap.plan import (
     SandboxView,
     Stage,
     group_text,
+    hidden_inside,
     hidden_site_packages,
     passwd_text,
     sandbox_args,
@@ -357,8 +358,15 @@ def _view(spec: LaunchSpec, passwd_fd: int, group_fd: int, tmp_size: int) -> San
     if spec.cwd not in writable:
         binds.append(Bind(spec.cwd, "ro"))
     binds += [Bind(path, "rw") for path in writable]
+    hidden_files, hidden_dirs = hidden_inside(binds, spec.hidden_paths)
     return SandboxView(
-        binds=binds, masks=masks, cwd=spec.cwd, tmp_size=tmp_size, passwd_fd=passwd_fd, group_fd=group_fd
+        binds=binds,
+        masks=[*masks, *hidden_dirs],
+        hidden_files=hidden_files,
+        cwd=spec.cwd,
+        tmp_size=tmp_size,
+        passwd_fd=passwd_fd,
+        group_fd=group_fd,
     )
 
 

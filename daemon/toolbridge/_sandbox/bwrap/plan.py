@@ -10,6 +10,8 @@ The sandbox's file system is a fresh tmpfs holding only:
 - the daemon's socket directory, read-only, so the socket in it (even one made again by a
   restarted server) can be connected to;
 - the command's working directory, read-only, and the spec's writable paths, read-write;
+  with the daemon's own state inside them hidden (its journal and key files behind an empty
+  read-only ``/dev/null``, a state directory behind an empty tmpfs);
 - a private ``/tmp`` (tmpfs of bounded size), ``/proc`` of its own pid namespace, a minimal
   ``/dev``, and a generated ``/etc/passwd`` and ``/etc/group`` naming the sandbox user.
 
@@ -61,6 +63,7 @@ class SandboxView:
     Attributes:
         binds: Host paths bound in, in order (later ones may sit inside earlier ones).
         masks: Directories hidden behind an empty read-only tmpfs.
+        hidden_files: Files hidden behind ``/dev/null``, read-only.
         cwd: The working directory inside.
         tmp_size: Bytes the private ``/tmp`` may hold.
         passwd_fd: A pipe holding the generated ``/etc/passwd``.
@@ -69,10 +72,33 @@ class SandboxView:
 
     binds: Sequence[Bind]
     masks: Sequence[Path] = ()
+    hidden_files: Sequence[Path] = ()
     cwd: Path
     tmp_size: int
     passwd_fd: int
     group_fd: int
+
+
+def hidden_inside(binds: Sequence[Bind], hidden: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """Where each hidden path shows inside the binds, as files and as directories to mask.
+
+    Compared by real path (a bind reached through a symlink shows its target's files), and
+    named by the path the sandbox sees. Only what exists now can be covered: the daemon's
+    journal and its ``-wal``/``-shm`` exist while it runs.
+    """
+    files: list[Path] = []
+    dirs: list[Path] = []
+    for path in hidden:
+        real = Path(os.path.realpath(path))
+        if not real.exists():
+            continue
+        for bind in binds:
+            root = Path(os.path.realpath(bind.path))
+            if real == root or root not in real.parents:
+                continue  # a bind that *is* hidden state is the caller's choice, not shown inside
+            target = bind.path / real.relative_to(root)
+            (dirs if real.is_dir() else files).append(target)
+    return sorted(set(files)), sorted(set(dirs))
 
 
 def hidden_site_packages(prefix: Path) -> list[Path]:
@@ -160,6 +186,9 @@ def sandbox_args(view: SandboxView, stage: Stage | None) -> list[str]:
         args += ["--ro-bind" if bind.mode == "ro" else "--bind", source, str(bind.path)]
     for mask in view.masks:
         args += ["--perms", "0555", "--tmpfs", str(mask), "--remount-ro", str(mask)]
+    for hidden in view.hidden_files:
+        # /dev/null is readable by every uid in the stage's tree: no staging needed.
+        args += ["--ro-bind", "/dev/null", str(hidden)]
     # The sandbox's own root (the tmpfs holding the mount points) is read-only too.
     args += ["--remount-ro", "/", "--chdir", str(view.cwd)]
     return args
