@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,11 +38,38 @@ asyncio.run(main())
 """
 
 
+NODE_PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "node" / "index.js"
+
+NODE_CLIENT = """
+const { tools } = require(NODE_PACKAGE);
+
+async function one(index, name, args) {
+  let answer;
+  try {
+    answer = { result: await (Array.isArray(args) ? tools[name](...args) : tools[name](args)) };
+  } catch (error) {
+    answer = { error: error.type, message: error.message, retryable: error.retryable };
+  }
+  console.log(JSON.stringify({ index, ...answer }));
+}
+
+(async () => {
+  const calls = JSON.parse(process.argv[2]);
+  if (process.argv.length > 3) {
+    await Promise.all(calls.map(([name, args], i) => one(i, name, args)));
+  } else {
+    for (const [i, [name, args]] of calls.entries()) await one(i, name, args);
+  }
+})();
+""".replace("NODE_PACKAGE", json.dumps(str(NODE_PACKAGE)))
+
+
 def client_command(
     script: Path, calls: Sequence[tuple[str, Any]], netns: str | None = None, *, at_once: bool = False
 ) -> list[str]:
     """The argv that runs the client ``script`` with ``calls`` (inside ``netns`` if given)."""
-    argv = [sys.executable, str(script), json.dumps(calls), *(["at-once"] if at_once else [])]
+    program = shutil.which("node") or "node" if script.suffix == ".js" else sys.executable
+    argv = [program, str(script), json.dumps(calls), *(["at-once"] if at_once else [])]
     return ["ip", "netns", "exec", netns, *argv] if netns else argv
 
 
@@ -52,10 +80,11 @@ async def start_client(
     *,
     netns: str | None = None,
     at_once: bool = False,
+    node: bool = False,
 ) -> asyncio.subprocess.Process:
     """Start the client (see :func:`run_client`); read its answers with :func:`answers`."""
-    script = tmp_path / "sandbox_client.py"
-    script.write_text(CLIENT)
+    script = tmp_path / ("sandbox_client.js" if node else "sandbox_client.py")
+    script.write_text(NODE_CLIENT if node else CLIENT)
     return await asyncio.create_subprocess_exec(
         *client_command(script, calls, netns, at_once=at_once),
         env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **env},
@@ -81,6 +110,8 @@ async def run_client(
     *,
     netns: str | None = None,
     timeout: float = WAIT,
+    node: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the client in its own process with only ``env``; the JSON line it printed per call."""
-    return await answers(await start_client(tmp_path, calls, env, netns=netns), timeout)
+    """Run the client (Python's, or Node's) in its own process with only ``env``; the JSON
+    line it printed per call."""
+    return await answers(await start_client(tmp_path, calls, env, netns=netns, node=node), timeout)

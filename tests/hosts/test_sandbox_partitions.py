@@ -153,3 +153,40 @@ async def test_delay_and_loss_slow_calls_and_lose_or_double_none(
     assert got == [{"result": {"n": n, "daemon": "A"}} for n in range(40)]
     assert sorted(entry["what"] for entry in app.executions()) == sorted(f"record {n}" for n in range(40))
     assert len(await journaled(tmp_path)) == 40
+
+
+async def test_the_node_client_calls_over_mutual_tls_from_another_host(
+    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path
+) -> None:
+    sandbox = net.host("sandbox")
+    env = await sandbox_env(app, ca, daemon, tmp_path)
+    got = await run_client(tmp_path, [("record", {"n": 1})], env, netns=sandbox.name, node=True)
+    assert got == [{"result": {"n": 1, "daemon": "A"}}]
+    without = {k: v for k, v in env.items() if k not in ("TOOLBRIDGE_TLS_CERT", "TOOLBRIDGE_TLS_KEY")}
+    [refused] = await run_client(tmp_path, [("record", {"n": 2})], without, netns=sandbox.name, node=True)
+    assert refused["error"] == "TLSError", refused
+    assert [entry["what"] for entry in app.executions()] == ["record 1"]
+
+
+async def test_a_slow_flapping_link_loses_or_doubles_no_call_of_the_node_client(
+    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path
+) -> None:
+    sandbox = net.host("sandbox")
+    sandbox.slow(kbit=256, queue_ms=80)
+    env = await sandbox_env(app, ca, daemon, tmp_path)
+    stop = asyncio.Event()
+    flapping = asyncio.ensure_future(flap(sandbox, stop, seed=31))
+    try:
+        got = await run_client(
+            tmp_path,
+            [("record", {"n": n}) for n in range(30)],
+            env,
+            netns=sandbox.name,
+            node=True,
+            timeout=120,
+        )
+    finally:
+        stop.set()
+        assert await flapping > 0
+    assert got == [{"result": {"n": n, "daemon": "A"}} for n in range(30)]
+    assert sorted(entry["what"] for entry in app.executions()) == sorted(f"record {n}" for n in range(30))

@@ -5,6 +5,7 @@ refused client is a line on its standard error."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import textwrap
@@ -56,6 +57,8 @@ async def serving(app_dir: Path, *flags: str) -> AsyncIterator[tuple[str, asynci
     process = await asyncio.create_subprocess_exec(
         TOOLBRIDGE, "serve", "tls_app:bridge", *flags,
         cwd=app_dir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        # gRPC's default verbosity, which logs each refused handshake (a quieter one is a choice).
+        env={name: value for name, value in os.environ.items() if name != "GRPC_VERBOSITY"},
     )  # fmt: skip
     assert process.stdout is not None
     try:
