@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 from toolbridge import Bridge, ToolContext, tool
@@ -21,7 +22,14 @@ DAEMON = os.environ.get("HOSTS_DAEMON", "")
 
 
 def note(what: str, ctx: ToolContext) -> None:
-    line = {"what": what, "run": ctx.run_id, "key": ctx.step_key, "attempt": ctx.attempt, "daemon": DAEMON}
+    line = {
+        "what": what,
+        "run": ctx.run_id,
+        "key": ctx.step_key,
+        "attempt": ctx.attempt,
+        "daemon": DAEMON,
+        "at": time.time(),
+    }
     fd = os.open(LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, (json.dumps(line) + "\n").encode())
@@ -53,9 +61,10 @@ LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "require
 NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 bridge = Bridge(
+    run_lease=float(os.environ.get("HOSTS_LEASE", "30")),
     tools={
         "hold": tool.step(run=_hold, input=LABEL, description="waits until the test releases it"),
         "record": tool.step(run=_record, input=NUMBER, description="notes a number"),
         "charge": tool.step(run=_charge, input=NUMBER, at_most_once=True, description="at most once"),
-    }
+    },
 )

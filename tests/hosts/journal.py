@@ -14,8 +14,14 @@ class Step:
     key: str
     name: str
     status: str
+    input: Any
     output: Any
     error: dict[str, Any] | None
+    finished_at: float | None
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
 
 
 async def tool_steps(location: str, run_id: str) -> dict[str, Step]:
@@ -28,7 +34,13 @@ async def tool_steps(location: str, run_id: str) -> dict[str, Step]:
         await journal.close()
     return {
         rec.key: Step(
-            rec.key, rec.name, rec.status, json.loads(rec.output_json) if rec.output_json else None, rec.error
+            rec.key,
+            rec.name,
+            rec.status,
+            _json(rec.input_json),
+            _json(rec.output_json),
+            rec.error,
+            rec.finished_at,
         )
         for rec in records
         if rec.kind == "tool"
