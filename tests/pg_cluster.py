@@ -135,9 +135,10 @@ class Cluster:
             "start",
         )
 
-    def restart(self) -> None:
-        """Stop the server at once (as a crash would) and start it again on the same data."""
-        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop the server (at once, as a crash would, unless not ``crash``: then cleanly) and
+        start it again on the same data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate" if crash else "fast", "-w", "stop")
         self._run_server()
 
     def tcp_url(self, database: str = "postgres") -> str:

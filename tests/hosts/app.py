@@ -62,6 +62,7 @@ NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 
 bridge = Bridge(
     run_lease=float(os.environ.get("HOSTS_LEASE", "30")),
+    durability="full" if os.environ.get("HOSTS_DURABILITY") == "full" else "normal",
     tools={
         "hold": tool.step(run=_hold, input=LABEL, description="waits until the test releases it"),
         "record": tool.step(run=_record, input=NUMBER, description="notes a number"),

@@ -121,7 +121,7 @@ class Daemon:
 class Cluster4:
     """PostgreSQL, daemons A and B, and the sandbox host, all on one network."""
 
-    def __init__(self, net: netns.Network, cluster: Cluster, work: Path, ca: CA) -> None:
+    def __init__(self, net: netns.Network, cluster: Cluster, work: Path, ca: CA, durability: str) -> None:
         self.net = net
         self.cluster = cluster
         self.work = work
@@ -142,6 +142,7 @@ class Cluster4:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOSTS_LEDGER": str(self.ledger),
             "HOSTS_LEASE": str(LEASE),
+            "HOSTS_DURABILITY": durability,
         }
         client = ca.issue("history-client", client=True, hosts=())
         self.client_tls = {
@@ -220,11 +221,18 @@ class Cluster4:
         return [json.loads(line) for line in stdout.decode().splitlines()]
 
 
-async def _fault(rng: random.Random, world: Cluster4, figures: Figures, long_cuts: bool) -> None:
-    """One fault from the schedule, over when this returns (links healed, daemons back)."""
-    kinds = ["sandbox_cut", "sandbox_flap", "journal_cut", "daemon_kill", "postgres_restart"]
-    weights = [3, 2, 2, 2, 1]
-    kind = rng.choices(kinds, weights)[0]
+KINDS = ["sandbox_cut", "sandbox_flap", "journal_cut", "daemon_kill", "postgres_restart"]
+WEIGHTS = [3, 2, 2, 2, 1]
+
+
+def schedule(rng: random.Random, faults: int) -> list[str]:
+    """``faults`` fault kinds: every kind once first (in a seeded order), then drawn at random."""
+    first = rng.sample(KINDS, len(KINDS))
+    return (first + rng.choices(KINDS, WEIGHTS, k=max(0, faults - len(first))))[:faults]
+
+
+async def _fault(kind: str, rng: random.Random, world: Cluster4, figures: Figures, long_cuts: bool) -> None:
+    """One fault, over when this returns (links healed, daemons back)."""
     figures.faults[kind] += 1
     if kind == "sandbox_cut":
         # Short cuts are met by TCP; long ones (past the client's keepalive) by a new connection.
@@ -250,9 +258,9 @@ async def _fault(rng: random.Random, world: Cluster4, figures: Figures, long_cut
         await world.kill(name)
         await asyncio.sleep(rng.uniform(0.1, 1))
         await world.start(name)
-    else:
+    else:  # a crash (immediate stop): what is not yet on disk is gone, as the journal's durability says
         await asyncio.to_thread(world.cluster.restart)
-    await asyncio.sleep(rng.uniform(0.5, 2))  # some calls between faults
+    await asyncio.sleep(rng.uniform(0.3, 1))  # some calls between faults
 
 
 async def run_schedule(
@@ -263,6 +271,7 @@ async def run_schedule(
     workers_per_daemon: int = 2,
     pace: float = 0.02,
     long_cuts: bool = False,
+    durability: str = "full",
 ) -> Figures:
     """Build the hosts, run the workload under ``faults`` faults of the seeded schedule, and
     check the books. Each worker calls every ``pace`` seconds at most, until the faults end."""
@@ -274,8 +283,11 @@ async def run_schedule(
         pg = net.host("pg")
         for name in ("A", "B", "sandbox"):
             net.host(name)
-        with running_cluster(netns=pg.name, listen=pg.address) as cluster:
-            world = Cluster4(net, cluster, work, ca)
+        # A crash of PostgreSQL loses what it had not flushed: with durability="normal" (no
+        # WAL flush per commit), acknowledged results may go with it, as the journal says.
+        durable = durability == "full"
+        with running_cluster(netns=pg.name, listen=pg.address, durable=durable) as cluster:
+            world = Cluster4(net, cluster, work, ca, durability)
             try:
                 await world.start("A")
                 await world.start("B")
@@ -288,8 +300,8 @@ async def run_schedule(
                     for index, name in enumerate(["A", "B"] * workers_per_daemon)
                 ]
                 started = loop.time()
-                for _ in range(faults):
-                    await _fault(rng, world, figures, long_cuts)
+                for kind in schedule(rng, faults):
+                    await _fault(kind, rng, world, figures, long_cuts)
                 world.stop.touch()  # workers finish the call in hand (retrying it if need be) and end
                 figures.seconds = loop.time() - started
                 outcomes = [line for worker in workers for line in await worker]
@@ -344,12 +356,17 @@ def main() -> None:  # pragma: no cover - a soak run by hand or from bench/
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--faults", type=int, default=60, help="faults in the schedule")
+    parser.add_argument("--durability", choices=["full", "normal"], default="full")
     args = parser.parse_args()
     reason = netns.available()
     if reason is not None:
         raise SystemExit(f"cannot run: {reason}")
     with tempfile.TemporaryDirectory(prefix="toolbridge-soak-") as work:
-        figures = asyncio.run(run_schedule(Path(work), seed=args.seed, faults=args.faults, long_cuts=True))
+        figures = asyncio.run(
+            run_schedule(
+                Path(work), seed=args.seed, faults=args.faults, long_cuts=True, durability=args.durability
+            )
+        )
     for line in figures.lines():
         print(line, flush=True)
 

@@ -19,9 +19,16 @@ async def test_a_seeded_schedule_of_faults_loses_and_doubles_nothing(tmp_path: P
         if os.environ.get("TOOLBRIDGE_REQUIRE_POSTGRES") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    figures = await run_schedule(tmp_path, seed=7, faults=12)
+    figures = await run_schedule(tmp_path, seed=7, faults=8)
     print("\n".join(figures.lines()))
-    assert sum(figures.faults.values()) >= 12
+    assert sum(figures.faults.values()) == 8
+    assert set(figures.faults) >= {
+        "sandbox_cut",
+        "sandbox_flap",
+        "journal_cut",
+        "daemon_kill",
+        "postgres_restart",
+    }
     assert figures.acknowledged > 0
     assert figures.results_checked == figures.acknowledged
     assert figures.lost == []
