@@ -50,9 +50,9 @@ def stdio(faces_dir: Path, *extra: str) -> Client:
 
 
 @contextlib.asynccontextmanager
-async def http_server(faces_dir: Path, listen: str) -> AsyncIterator[str]:
+async def http_server(faces_dir: Path, listen: str, *flags: str) -> AsyncIterator[str]:
     async for url, _process in serving(
-        "mcp", TARGET, "--http", listen, env=app_env(faces_dir), prefix="TOOLBRIDGE_MCP_URL"
+        "mcp", TARGET, "--http", listen, *flags, env=app_env(faces_dir), prefix="TOOLBRIDGE_MCP_URL"
     ):
         yield url
 
@@ -222,7 +222,7 @@ async def test_http_off_loopback_needs_a_sidecar_token_and_keeps_to_its_grant(fa
         await toolbridge(faces_dir, "token", "mint", TARGET, "--run", "tok-run", "--tool", "lookup", "--json")
     )
     token = minted["token"]
-    async with http_server(faces_dir, "0.0.0.0:0") as url:
+    async with http_server(faces_dir, "0.0.0.0:0", "--insecure") as url:  # TLS: tests/hosts
         local = "http://127.0.0.1:" + url.rsplit(":", 1)[1]
         assert await asyncio.to_thread(_status, local) == 401
         assert await asyncio.to_thread(_status, local, "tb1.nope.nope") == 401
