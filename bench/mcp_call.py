@@ -12,7 +12,11 @@ journal, the answer), one call after another:
 - ``stdio JSON-RPC (no client)``: ``tools/call`` lines written to the same server's stdin by
   hand, no SDK client: what the server side of an MCP call costs;
 - ``http ping (SDK floor)``: a JSON-RPC ``ping`` POSTed to the same server on one kept-alive
-  connection, no MCP client and no tool: what the SDK's stateless HTTP transport costs alone.
+  connection, no MCP client and no tool: what the SDK's stateless HTTP transport costs alone;
+- ``sdk MCPServer http``: the official SDK's own ``MCPServer`` serving the same ``echo`` over
+  the same transport (Streamable HTTP, stateless, JSON responses, uvicorn) in a subprocess,
+  called by the same client: the baseline ``mcp-http`` is held to (at most 1.5x). It journals
+  nothing; ``mcp-http`` records every call as a durable step.
 
 Usage: python bench/mcp_call.py [--rounds 3] [--calls 500]
 
@@ -36,6 +40,7 @@ from pathlib import Path
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from toolbridge import Bridge, ToolOptions
 
@@ -51,6 +56,34 @@ async def echo(value: str) -> str:
 
 def bridge() -> Bridge:
     return Bridge(journal={journal!r}, tools={{"echo": echo}})
+"""
+
+SDK_SERVER = """
+import asyncio
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("sdk")
+
+
+@server.tool()
+async def echo(value: str) -> str:
+    return value
+
+
+async def main() -> None:
+    app = server.streamable_http_app(json_response=True, stateless_http=True)
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    serving = asyncio.ensure_future(web.serve())
+    while not web.started:
+        await asyncio.sleep(0.01)
+    port = web.servers[0].sockets[0].getsockname()[1]
+    print(f"SDK_MCP_URL=http://127.0.0.1:{port}/mcp", flush=True)
+    await serving
+
+
+asyncio.run(main())
 """
 
 
@@ -144,6 +177,29 @@ async def raw_stdio_round(workdir: Path, calls: int) -> float:
         await process.wait()
 
 
+def bearer(token: str) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"} if token else {})
+
+
+async def sdk_http_round(workdir: Path, calls: int) -> float:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        SDK_SERVER,
+        cwd=workdir,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    try:
+        url = (await process.stdout.readline()).decode().strip().removeprefix("SDK_MCP_URL=")
+        async with bearer("") as http, Client(streamable_http_client(url, http_client=http)) as client:
+            return await mcp_round(client, calls)
+    finally:
+        process.terminate()
+        await process.wait()
+
+
 async def mcp_http_round(workdir: Path, calls: int) -> tuple[float, float]:
     process = await asyncio.create_subprocess_exec(
         TOOLBRIDGE,
@@ -158,9 +214,11 @@ async def mcp_http_round(workdir: Path, calls: int) -> tuple[float, float]:
     assert process.stdout is not None
     try:
         url = (await process.stdout.readline()).decode().strip().removeprefix("TOOLBRIDGE_MCP_URL=")
-        async with Client(url) as client:
+        token = (await process.stdout.readline()).decode().strip().removeprefix("TOOLBRIDGE_MCP_TOKEN=")
+        async with bearer(token) as http, Client(streamable_http_client(url, http_client=http)) as client:
             call_ms = await mcp_round(client, calls)
         headers = {
+            "authorization": f"Bearer {token}",
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
             "mcp-protocol-version": "2025-06-18",
@@ -185,6 +243,7 @@ async def main(rounds: int, calls: int) -> None:
         "stdio JSON-RPC (no client)": [],
         "mcp-http": [],
         "http ping (SDK floor)": [],
+        "sdk MCPServer http": [],
     }
     with tempfile.TemporaryDirectory(prefix="toolbridge-bench-mcp-") as tmp:
         workdir = Path(tmp)
@@ -197,12 +256,16 @@ async def main(rounds: int, calls: int) -> None:
             call_ms, ping_ms = await mcp_http_round(workdir, calls)
             rows["mcp-http"].append(call_ms)
             rows["http ping (SDK floor)"].append(ping_ms)
+            rows["sdk MCPServer http"].append(await sdk_http_round(workdir, calls))
     baseline = statistics.median(rows["grpc"])
     print(f"one echo call, {calls} sequential calls, median of {rounds} rounds")
     print(f"{'path':<27} {'p50 ms':>8} {'vs grpc':>8}")
     for name, values in rows.items():
         median = statistics.median(values)
         print(f"{name:<27} {median:>8.2f} {median / baseline:>7.2f}x")
+    sdk = statistics.median(rows["sdk MCPServer http"])
+    ours = statistics.median(rows["mcp-http"])
+    print(f"mcp-http vs an SDK MCPServer on the same transport: {ours / sdk:.2f}x (target: at most 1.5x)")
 
 
 if __name__ == "__main__":

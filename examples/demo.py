@@ -2,11 +2,16 @@
 
 Run it with `make demo`. Everything is real: a gRPC daemon on a Unix socket, a SQLite journal,
 and the script in its own bubblewrap sandbox that reaches the tools only through `inngest_tools`.
+
+A refund above 1000 waits for a person: the demo prints the `toolbridge approvals` command to
+decide it from another terminal, waits for that (TOOLBRIDGE_DEMO_WAIT seconds: 30 at a
+terminal, none when unattended), then approves it itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import tempfile
@@ -14,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolbridge import Bridge, ToolError, ToolOptions, tool
+from toolbridge import ApprovalError, Bridge, ToolOptions, tool
 
 HERE = Path(__file__).resolve().parent
 
@@ -44,8 +49,6 @@ class Refund(BaseModel):
 
 def make_tools(db: FakeDatabase, tenant: str) -> dict[str, object]:
     def refund(args: Refund, ctx: object) -> dict[str, str]:
-        if args.amount > 1000:
-            raise ToolError("refunds above 1000 need a person's approval", type="NeedsApproval")
         return {"status": "refunded"}
 
     return {
@@ -57,7 +60,14 @@ def make_tools(db: FakeDatabase, tenant: str) -> dict[str, object]:
         ),
         # A plain function closing over live scope (the tenant), called with positional args.
         "listInvoices": lambda customer_id: db.invoices[customer_id] if tenant == "acme" else [],
-        "refund": tool.step(description="Refund an invoice", input=Refund, run=refund),
+        "refund": tool.step(
+            description="Refund an invoice",
+            input=Refund,
+            run=refund,
+            # Decided per call, on the validated arguments: a big refund waits for a person.
+            requires_confirmation=lambda args, ctx: args.amount > 1000,
+            annotations={"destructiveHint": True},
+        ),
     }
 
 
@@ -68,13 +78,15 @@ async def main(journal: Path) -> None:
     async with Bridge(journal=journal, sandbox="bwrap") as bridge:
         print(f"daemon serving on {bridge.address}; commands run under bubblewrap\n")
         async with bridge.run("demo-order-42") as step:
+            deciding = asyncio.ensure_future(decide_when_asked(bridge, "demo-order-42", journal))
             result = await step.sandbox.commands.run(
                 "agent",
                 "python agent.py",
                 tools=tools,
                 cwd=HERE / "agent",
-                tool_options=ToolOptions(tool_timeout=10, max_calls=50),
+                tool_options=ToolOptions(tool_timeout="10s", max_calls=50),
             )
+            deciding.cancel()
             print("--- the sandboxed script printed ---")
             print(result.stdout, end="")
             if result.exit_code != 0:
@@ -91,6 +103,36 @@ async def main(journal: Path) -> None:
             # under this id would raise ReplayMismatchError), then returns its recorded value.
             total_again = await step.sandbox.python("total", TOTAL, tools=tools, output=int)
             print(f"replayed from the journal without running: {replayed.replayed}, total {total_again}")
+
+
+async def decide_when_asked(bridge: Bridge, run_id: str, journal: Path) -> None:
+    """Show the request the sandbox's call made, wait for a person to decide it from the CLI,
+    then (nobody did) approve it here, as a person would."""
+    while True:  # a demo polls; an app is told (bridge.approvals, the web view, MCP)
+        pending = await bridge.approvals.list(run_id)
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+    req = pending[0]
+    wait = float(os.environ.get("TOOLBRIDGE_DEMO_WAIT", "30" if sys.stdin.isatty() else "0"))
+    print(f"\n--- the sandbox's call waits for a person: Approve {req.summary}? ---")
+    print(f"decide it from another terminal:\n  toolbridge approvals approve {req.id} --journal {journal}")
+    print(
+        f"(or reject it: toolbridge approvals reject {req.id} --reason '...' --journal {journal})", flush=True
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while loop.time() < deadline:
+        decided = await bridge.approvals.get(req.id)
+        if decided.state != "pending":
+            print(f"decided from the CLI: {decided.state} by {decided.decided_by}\n", flush=True)
+            return
+        await asyncio.sleep(0.2)
+    try:
+        await bridge.approvals.approve(req.id, by="the demo", reason=f"nobody decided within {wait:g}s")
+        print(f"nobody decided within {wait:g}s: the demo approves it itself\n", flush=True)
+    except ApprovalError as exc:  # decided from the CLI at the last moment
+        print(f"decided from the CLI: {exc}\n", flush=True)
 
 
 TOTAL = 'customer = await tools.getCustomer(id="cus_1")\nreturn customer["seats"] * 10'

@@ -39,7 +39,7 @@ export declare class ToolError extends Error {
   constructor(message: string, options?: { type?: string; retryable?: boolean; errorId?: string });
   /**
    * A short machine-readable kind: "ValidationError", "ToolTimeout", "MaxCallsExceeded",
-   * "ToolNotFound", "Unavailable", the type the tool raised, ...
+   * "ToolNotFound", "Unavailable", "TLSError", the type the tool raised, ...
    */
   type: string;
   /** Whether calling again with the same arguments may succeed. */

@@ -37,7 +37,7 @@ from toolbridge._step import Step
 from toolbridge._tools.builtin import ask_user, request_approval
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.events import Event, EventType, event_type
-from toolbridge._tools.functions import DurableFunction, FunctionContext
+from toolbridge._tools.functions import DurableFunction, FunctionContext, FunctionRef, function_ref
 from toolbridge._tools.shim import ShimCall
 from toolbridge._tools.tool import Tool, tool
 
@@ -55,6 +55,7 @@ __all__ = [
     "Event",
     "EventType",
     "FunctionContext",
+    "FunctionRef",
     "JournalError",
     "NonRetriableError",
     "ReplayMismatchError",
@@ -78,6 +79,7 @@ __all__ = [
     "ToolbridgeError",
     "ask_user",
     "event_type",
+    "function_ref",
     "request_approval",
     "tool",
     "tool_definitions",

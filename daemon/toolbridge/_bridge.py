@@ -21,6 +21,7 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import nested_steps
 from toolbridge._durable.triggers import Triggers
+from toolbridge._durations import Duration, seconds
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
 from toolbridge._options import ToolOptions
@@ -81,6 +82,9 @@ class Bridge:
         insecure: Serve a non-loopback ``listen`` without TLS all the same (tokens then
             travel in clear text; it warns). Without it, that is refused with ``TLSError``.
 
+    Every time option takes seconds as a number or a duration string (``"250ms"``, ``"10s"``,
+    ``"5m"``, ``"1h30m"``); a bad one raises ``ValueError`` naming the option.
+
     Example::
 
         async with Bridge(journal="toolbridge.db") as bridge:
@@ -100,10 +104,10 @@ class Bridge:
         durability: Durability = "normal",
         tools: Mapping[str, object] | Sequence[object] | None = None,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        run_lease: float = 30.0,
+        run_lease: Duration = 30.0,
         recover: bool = False,
-        shutdown_grace: float = 5.0,
-        connection_idle: float = DEFAULT_CONNECTION_IDLE,
+        shutdown_grace: Duration = 5.0,
+        connection_idle: Duration = DEFAULT_CONNECTION_IDLE,
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         tls_client_ca: str | os.PathLike[str] | None = None,
@@ -113,7 +117,7 @@ class Bridge:
             socket=socket,
             listen=listen,
             max_bytes=max_request_bytes,
-            idle=connection_idle,
+            idle=seconds(connection_idle, option="connection_idle"),
             tls=TLSConfig.from_options(tls_cert, tls_key, tls_client_ca),
             insecure=insecure,
         )
@@ -123,14 +127,16 @@ class Bridge:
         self._registry = Registry(tools or {})
         self._tools = self._registry.tools
         self._background: set[asyncio.Future[Any]] = set()
-        self._runs = Runs(self._journal, self._background, lease=run_lease)
+        self._runs = Runs(self._journal, self._background, lease=seconds(run_lease, option="run_lease"))
         self._events = EventBus(self._journal)
         self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
         self._services: Services | None = None
-        self._shutdown = Shutdown(shutdown_grace)
+        self._shutdown = Shutdown(seconds(shutdown_grace, option="shutdown_grace", allow_zero=True))
         self._approval_hub = hub = ApprovalHub(self._journal)
-        self._sidecar = SidecarScopes(self._journal, self._tools, self._runs, nested_steps(self._events), hub)
+        self._sidecar = SidecarScopes(
+            self._journal, self._tools, self._runs, nested_steps(self._events, self._registry.functions), hub
+        )
 
     @property
     def address(self) -> str:
@@ -279,8 +285,9 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             doors=self._endpoint.doors,
             events=self._events,
-            steps_factory=nested_steps(self._events),
+            steps_factory=nested_steps(self._events, self._registry.functions),
             approvals=self._approval_hub,
+            functions=self._registry.functions,
             state_paths=_state_paths(self._journal),
         )
 
@@ -290,7 +297,7 @@ class Bridge:
         return self._tokens.resolve(token) or await self._sidecar.resolve(token)
 
     async def mint_token(
-        self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: float = 3600.0
+        self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: Duration = 3600.0
     ) -> SidecarToken:
         """Mint a token for a sandbox started outside this daemon (sidecar mode).
 
@@ -313,7 +320,9 @@ class Bridge:
             ToolbridgeError: when the bridge has no journal file or is not open.
         """
         self._require_open()
-        return await self._sidecar.mint(run_id=run_id, tools=tools, max_calls=max_calls, ttl=ttl)
+        return await self._sidecar.mint(
+            run_id=run_id, tools=tools, max_calls=max_calls, ttl=seconds(ttl, option="ttl")
+        )
 
     async def check_token(self, token: str) -> SidecarToken | None:
         """The grant of a presented sidecar token if it is valid and active, else ``None``.
@@ -338,9 +347,12 @@ class Bridge:
         return await self._sidecar.store.list()
 
     def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
-        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its URL.
+        """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its
+        login URL (``http://127.0.0.1:PORT/?token=...``).
 
-        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Needs
+        ``async with bridge.serve_ui(port=8766) as url: ...`` (``port=0`` picks one). Opening
+        the URL once logs a browser in (the token then is spent); every page and decision
+        needs that login. Give the URL to the person who decides, never to a sandbox. Needs
         ``toolbridge[ui]``.
         """
         self._require_open()

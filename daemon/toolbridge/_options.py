@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from toolbridge._durations import Duration, seconds
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -15,6 +18,9 @@ DEFAULT_COMMAND_TIMEOUT = 300.0
 @dataclass(frozen=True, kw_only=True)
 class ToolOptions:
     """Limits and retry policy for the tool calls of one command.
+
+    Every time option takes seconds as a number or a string such as ``"250ms"``, ``"10s"``,
+    ``"5m"`` or ``"1h30m"`` (see :mod:`toolbridge._durations`); it reads back as seconds.
 
     Attributes:
         tool_timeout: Seconds one attempt of a tool may run before it fails with
@@ -65,10 +71,34 @@ class ToolOptions:
     approval_hold: float = 600.0
     approval_timeout: float = 86400.0
 
+    if TYPE_CHECKING:  # what a caller may pass: durations as strings too (read back as floats)
+
+        def __init__(
+            self,
+            *,
+            tool_timeout: Duration = 30.0,
+            max_calls: int = 100,
+            wait_window: Duration = 20.0,
+            attempts: int = 3,
+            retry_backoff: Duration = 0.5,
+            retry_backoff_max: Duration = 10.0,
+            max_request_bytes: int = 256 * KIB,
+            max_reply_bytes: int = 1 * MIB,
+            max_in_flight: int = 64,
+            max_call_rate: float = 2000.0,
+            call_burst: int = 200,
+            max_streams: int = 16,
+            max_connections: int = 64,
+            approval_hold: Duration = 600.0,
+            approval_timeout: Duration = 86400.0,
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         for name in ("tool_timeout", "wait_window", "approval_hold", "approval_timeout"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"ToolOptions.{name} must be a positive number of seconds")
+            object.__setattr__(self, name, seconds(getattr(self, name), option=f"ToolOptions.{name}"))
+        for name in ("retry_backoff", "retry_backoff_max"):
+            value = seconds(getattr(self, name), option=f"ToolOptions.{name}", allow_zero=True)
+            object.__setattr__(self, name, value)
         for name in (
             "max_calls",
             "attempts",
@@ -84,8 +114,6 @@ class ToolOptions:
                 raise ValueError(f"ToolOptions.{name} must be a whole number of at least 1")
         if not (isinstance(self.max_call_rate, (int, float)) and self.max_call_rate > 0):
             raise ValueError("ToolOptions.max_call_rate must be a positive number of calls a second")
-        if self.retry_backoff < 0 or self.retry_backoff_max < 0:
-            raise ValueError("ToolOptions retry backoffs must not be negative")
 
     def backoff(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry).

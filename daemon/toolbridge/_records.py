@@ -7,6 +7,7 @@ and converts at its edge.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,6 +44,9 @@ class StepRecord:
     attempt_log: list[dict[str, Any]] = field(default_factory=list)
     finished_at: float | None = None
     stale: bool = False
+    on_done: Callable[[StepRecord], None] | None = field(default=None, repr=False, compare=False)
+    """Told when the step reaches an outcome, before that is written (the run's state adds
+    its changes to ``attempt_log`` there). Not stored."""
 
     @property
     def done(self) -> bool:
@@ -50,12 +54,16 @@ class StepRecord:
         return self.status != "running"
 
     def complete(self, output_json: str) -> None:
+        if self.on_done is not None:
+            self.on_done(self)
         self.status = "completed"
         self.output_json = output_json
         self.error = None
         self.finished_at = now()
 
     def fail(self, error: dict[str, Any]) -> None:
+        if self.on_done is not None:
+            self.on_done(self)
         self.status = "failed"
         self.error = error
         self.finished_at = now()
@@ -78,9 +86,10 @@ class RunSummary:
     """A run as ``toolbridge runs`` lists it."""
 
     run_id: str
-    # waiting: open on a request for a person's decision; interrupted: shown for a run left
+    # waiting: open on a request for a person's decision; cancelled: ended by a person (see
+    # _journal.runquery); interrupted: shown for a run left
     # running by a daemon whose lease ran out (it died), never stored (see _ui.view.as_shown)
-    status: RunStatus | Literal["waiting", "interrupted"]
+    status: RunStatus | Literal["waiting", "interrupted", "cancelled"]
     started_at: float
     updated_at: float
     finished_at: float | None

@@ -19,5 +19,5 @@ class Step(Steps):
     """
 
     def __init__(self, services: Services, run: RunState) -> None:
-        super().__init__(services.events, run, None, ToolOptions())
+        super().__init__(services.events, run, None, ToolOptions(), functions=services.functions)
         self.sandbox: Sandbox = Sandbox(services, run, self._claim)

@@ -18,10 +18,12 @@ async def main():
     except ToolError as error:
         print(f"refused as expected: {error.type}")
 
+    # Above 1000, a refund waits for a person's approval (the sandbox cannot give it).
     try:
-        await tools.refund(invoice_id="inv_2", amount=5000)
+        refund = await tools.refund(invoice_id="inv_2", amount=5000)
+        print(f"refund of 5000: {refund['status']}")
     except ToolError as error:
-        print(f"refund refused: {error.message}")
+        print(f"refund refused: {error.type}: {error.message}")
 
 
 asyncio.run(main())

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from toolbridge import Bridge, RunWaiting, ToolContext, ToolOptions, ask_user, tool
+from toolbridge import ApprovalError, Bridge, RunWaiting, ToolContext, ToolOptions, ask_user, tool
 
 SANDBOX = Path(__file__).parent / "sandbox"
 refunds: list[int] = []
@@ -35,6 +35,7 @@ refund = tool.step(
 async def main() -> None:
     # --8<-- [start:run]
     async with Bridge(journal="hitl.db") as bridge:
+        decided: list[str] = []
         while True:
             try:
                 async with bridge.run("refund-order-42") as step:
@@ -53,9 +54,18 @@ async def main() -> None:
                         await bridge.approvals.answer(request.id, "savings", by="alice")
                     else:
                         await bridge.approvals.approve(request.id, by="alice", reason="checked")
+                    decided.append(request.id)
                 # ... then enter the run again: done calls replay, the approved one runs once
-    print(result.stdout)
-    # --8<-- [end:run]
+        print(result.stdout)
+        # --8<-- [end:run]
+
+        # --8<-- [start:decide]
+        assert await bridge.approvals.list(run_id="refund-order-42") == []  # pending, oldest first
+        try:  # of two people deciding, one wins: a decision is a compare-and-swap in the journal
+            await bridge.approvals.reject(decided[-1], by="bob", reason="too much")
+        except ApprovalError as error:
+            print(error)  # request apr_... was already decided: approved by alice via api at ...
+        # --8<-- [end:decide]
     assert "refunded: {'order_id': 42, 'refunded': 500, 'to': 'savings'}" in result.stdout, result.stdout
     assert refunds == [500], refunds
 

@@ -1,5 +1,6 @@
 """Your first sandboxed command: host tools, a bridge, a command that calls them."""
 
+# --8<-- [start:tools]
 import asyncio
 from pathlib import Path
 
@@ -12,7 +13,6 @@ CUSTOMERS = {"cus_1": {"name": "Acme Corp", "seats": 12}}  # stands in for your 
 INVOICES = {"cus_1": [{"id": "inv_1", "amount": 1200}]}
 
 
-# --8<-- [start:tools]
 class CustomerId(BaseModel):
     id: str
 

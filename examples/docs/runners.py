@@ -36,6 +36,17 @@ async def main() -> None:
         assert label == "12 seats"
         # --8<-- [end:typescript]
 
+        # --8<-- [start:definitions]
+        # A model loop in the sandbox asks for its own tools' definitions (the ListTools RPC):
+        #     client.responses.create(model=model, input=messages, tools=await definitions(format="openai"))
+        names = await step.sandbox.python(
+            "definitions",
+            'return [d["name"] for d in await definitions(format="openai")]',
+            tools={"getCustomer": get_customer},
+        )
+        assert names == ["getCustomer"]
+        # --8<-- [end:definitions]
+
         # --8<-- [start:strict]
         try:
             await step.sandbox.python("as-text", 'return "12"', output=int)

@@ -162,12 +162,13 @@ async def test_mutual_tls(tmp_path: Path, pki: Pki, serve: Any) -> None:
     # A gRPC server (BoringSSL) closes without an alert Node can read: what it demands is
     # inferred from a close after the handshake, before any HTTP/2.
     assert demanded["message"] == (
-        f"the daemon at {address}: it closed the connection after the TLS handshake, before HTTP/2: "
-        "it demands a client certificate; set TOOLBRIDGE_TLS_CERT and TOOLBRIDGE_TLS_KEY"
+        f"the daemon at {address}: it closed the connection after the TLS handshake, before HTTP/2, "
+        "as a daemon that demands a client certificate does: set TOOLBRIDGE_TLS_CERT and TOOLBRIDGE_TLS_KEY"
     )
     refused = await call(tmp_path, address, ca=pki.ca.cert, cert=pki.stranger.cert, key=pki.stranger.key)
     assert refused["type"] == "TLSError", refused
-    refusal = f": it refused this client's certificate (TOOLBRIDGE_TLS_CERT={pki.stranger.cert})"
+    refusal = ", as a daemon that refuses this client's certificate does"
+    refusal += f" (TOOLBRIDGE_TLS_CERT={pki.stranger.cert})"
     assert refused["message"].endswith(refusal)
     assert server.echo.calls == 1
 
@@ -215,3 +216,31 @@ async def test_settings_that_cannot_work_are_refused_before_connecting(tmp_path:
     missing = await call(tmp_path, "tls://localhost:1", ca=tmp_path / "nowhere.pem")
     assert missing["type"] == "NotConfigured"
     assert missing["message"] == f"TOOLBRIDGE_TLS_CA={tmp_path / 'nowhere.pem'}: cannot read it (ENOENT)"
+
+
+async def test_the_guides_sample_runs_over_mutual_tls(tmp_path: Path, pki: Pki, serve: Any) -> None:
+    # docs/guides/node-client-tls.md includes examples/docs/node_tls_agent.js.
+    sample = Path(__file__).resolve().parents[2] / "examples" / "docs" / "node_tls_agent.js"
+    node_path = tmp_path / "node_path"
+    node_path.mkdir()
+    (node_path / "inngest_tools").symlink_to(CLIENT.parent)
+    server = await serve(pki.server, client_ca=pki.ca.cert)
+    expired = await serve(pki.expired)
+    env = {"PATH": os.environ["PATH"], "NODE_PATH": str(node_path), "TOOLBRIDGE_TOKEN": TOKEN}
+    env |= {"TOOLBRIDGE_TLS_CA": str(pki.ca.cert)}
+    env |= {"TOOLBRIDGE_TLS_CERT": str(pki.client.cert), "TOOLBRIDGE_TLS_KEY": str(pki.client.key)}
+    outcomes = []
+    for port in (server.port, expired.port):
+        process = await asyncio.create_subprocess_exec(
+            "node",
+            sample,
+            env=env | {"TOOLBRIDGE_ADDRESS": f"tls://localhost:{port}"},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), WAIT)
+        outcomes.append((process.returncode, stdout.decode(), stderr.decode()))
+    assert outcomes == [
+        (0, '["hello over TLS"]\n', ""),
+        (1, "", f"TLSError: the daemon at tls://localhost:{expired.port}: its TLS certificate has expired\n"),
+    ]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from inngest_tools._client import encode_arguments
 from inngest_tools._replay import call_input
+from inngest_tools._transport import encode_arguments
 from toolbridge._calls.call import _call_input
 from toolbridge._json import loads_strict
 

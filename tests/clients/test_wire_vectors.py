@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from inngest_tools import ToolError
-from inngest_tools._client import (
+from inngest_tools._proto import toolbridge_pb2 as pb
+from inngest_tools._transport import (
     FORMATS,
     decode_definitions,
     decode_stream_answer,
     encode_arguments,
     stream_request,
 )
-from inngest_tools._proto import toolbridge_pb2 as pb
 
 VECTORS = json.loads((Path(__file__).parent.parent / "vectors" / "wire.json").read_text(encoding="utf-8"))
 

@@ -142,18 +142,30 @@ def test_every_limit_and_error_type_is_in_the_one_table() -> None:
     from toolbridge import SandboxLimits, ToolbridgeError, ToolOptions
 
     page = (DOCS / "reference" / "limits-and-errors.md").read_text()
+    missing: list[str] = []
     for options in (ToolOptions, SandboxLimits):
-        for option in dataclasses.fields(options):
-            assert f"`{option.name}`" in page, f"{options.__name__}.{option.name}"
+        missing += [
+            f"{options.__name__}.{option.name}"
+            for option in dataclasses.fields(options)
+            if f"`{option.name}`" not in page
+        ]
     toolbridge = importlib.import_module("toolbridge")
     for name in toolbridge.__all__:
         obj = getattr(toolbridge, name)
-        if isinstance(obj, type) and issubclass(obj, ToolbridgeError):
-            assert f"| `{name}` |" in page, name
+        if isinstance(obj, type) and issubclass(obj, ToolbridgeError) and f"| `{name}` |" not in page:
+            missing.append(name)
     # Every error type the daemon reports to a sandbox by name (`type="..."`).
     source = "\n".join(path.read_text() for path in (ROOT / "daemon" / "toolbridge").rglob("*.py"))
-    for reported in set(re.findall(r'\btype="([A-Z]\w+)"', source)):
-        assert f"`{reported}`" in page, reported
+    reported = sorted(set(re.findall(r'\btype="([A-Z]\w+)"', source)))
+    missing += [f"the error type {name}" for name in reported if f"`{name}`" not in page]
+    assert missing == [], "give each a row in docs/reference/limits-and-errors.md"
+
+
+def test_no_snippet_line_was_mangled_by_a_formatter() -> None:
+    # A Python formatter run over Markdown rewrites `--8<-- "x"` as `--8 < --"x"`: the sample
+    # is then shown as that text instead of included. (ruff leaves docs/ alone: pyproject.toml.)
+    mangled = [str(page.relative_to(ROOT)) for page in DOCS.rglob("*.md") if "--8 < --" in page.read_text()]
+    assert mangled == [], 'write the include line as --8<-- "examples/docs/FILE.py"'
 
 
 def test_the_readme_is_a_front_page_whose_example_runs() -> None:
@@ -167,3 +179,25 @@ def test_the_readme_is_a_front_page_whose_example_runs() -> None:
     # Its links into the site point at pages that exist.
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
+
+
+def test_the_contract_parser_reads_nesting_maps_optionals_and_oneofs() -> None:
+    header, elements = mkdocs_hooks.parse_proto(
+        "// The file.\n//\n// Second paragraph.\n"
+        'syntax = "proto3";\n'
+        "// Outer doc.\nmessage Outer {\n"
+        "  // Inner doc.\n  message Inner {\n    // Counts.\n    map<string, int64> counts = 1;\n  }\n"
+        "  // A name.\n  optional string name = 2;\n"
+        "  oneof pick {\n    // The inner one.\n    Inner inner = 3;\n  }\n"
+        "  reserved 4;\n}\n"
+    )
+    assert header == "The file.\n\nSecond paragraph."
+    assert [(element.name, element.comment) for element in elements] == [
+        ("Outer.Inner", "Inner doc."),
+        ("Outer", "Outer doc."),
+    ]
+    assert elements[0].members == [("counts = 1", "map<string, int64>", "Counts.")]
+    assert elements[1].members == [
+        ("name = 2", "optional string", "A name."),
+        ("inner = 3", "Inner", "One of `pick`: The inner one."),
+    ]

@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import ipaddress
 import json
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ class WorldCA:
         now = datetime.datetime.now(datetime.UTC)
         sans: list[x509.GeneralName] = [
             x509.DNSName("localhost"),
+            x509.DNSName(socket.gethostname()),  # this machine's name: mostly a loopback address
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         ]
         leaf = (
@@ -153,9 +155,11 @@ async def _serve(
 
 
 @contextlib.asynccontextmanager
-async def remotes(ca: WorldCA, credential: str, count: int) -> AsyncIterator[list[Remote]]:
-    """``count`` HTTPS servers on the host's loopback, each on a port of its own."""
-    context = ca.server_context()
+async def remotes(
+    ca: WorldCA, credential: str, count: int, *, tls: bool = True
+) -> AsyncIterator[list[Remote]]:
+    """``count`` HTTPS servers (plain HTTP with ``tls=False``) on the host's loopback."""
+    context = ca.server_context() if tls else None
     started: list[Remote] = []
     try:
         for _ in range(count):

@@ -12,11 +12,15 @@ import json
 import shutil
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolbridge import Bridge, Egress, EgressRule, Secret
 from toolbridge._journal.sqlite import SQLiteJournal
@@ -308,3 +312,113 @@ async def test_snippets_take_egress(sandboxed: Bridge, world: tuple[WorldCA, lis
             )
     expected = ["/snippet", "/ts"] if shutil.which("node") is not None else ["/snippet"]
     assert [seen.path for seen in good.seen] == expected
+
+
+async def test_plain_http_and_a_large_body(sandboxed: Bridge, work_dir: Path, tmp_path: Path) -> None:
+    ca = WorldCA(tmp_path)
+    agent = textwrap.dedent(
+        """
+        import json, os, subprocess, sys
+        url = sys.argv[1]
+        with open("/tmp/body", "wb") as handle:
+            handle.write(b"x" * 3_000_000)
+        done = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer " + os.environ["API_TOKEN"],
+                               "--data-binary", "@/tmp/body", url], capture_output=True, text=True)
+        print(done.stdout or done.stderr)
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    async with remotes(ca, CREDENTIAL, 1, tls=False) as (server,):
+        host = f"localhost:{server.port}"
+        egress = Egress(allow=[host], secrets=[Secret("API_TOKEN", CREDENTIAL, hosts=[host])])
+        async with sandboxed.run("plain") as step:
+            result = await step.sandbox.commands.run(
+                "agent",
+                ["python3", "agent.py", f"http://{host}/upload"],
+                cwd=work_dir,
+                egress=egress,
+                timeout=60,
+            )
+    answer = json.loads(result.stdout)
+    assert answer["bearer_ok"] is True
+    assert answer["body_bytes"] == 3_000_000
+    assert [seen.method for seen in server.seen] == ["POST"]
+
+
+@pytest.fixture(scope="module")
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Finished spans, from an SDK set up as an application would (or as another test did:
+    the provider is process-wide, so this exporter is added to whichever is there)."""
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.clear()
+
+
+async def test_each_request_is_a_span_without_the_value(
+    sandboxed: Bridge, work_dir: Path, world: tuple[WorldCA, list[Remote]], spans: InMemorySpanExporter
+) -> None:
+    ca, (good, other, _) = world
+    agent = textwrap.dedent(
+        """
+        import os, subprocess, sys
+        token = os.environ["API_TOKEN"]
+        for url in sys.argv[1:]:
+            subprocess.run(["curl", "-s", "-o", "/dev/null", "-H", "Authorization: Bearer " + token, url])
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    urls = [f"https://localhost:{good.port}/a?q=1", f"https://127.0.0.1:{other.port}/b"]
+    async with sandboxed.run("spans") as step:
+        await step.sandbox.commands.run(
+            "agent", ["python3", "agent.py", *urls], cwd=work_dir, egress=egress_for(ca, good, other)
+        )
+    finished = {span.name: span for span in spans.get_finished_spans()}
+    sent = finished[f"GET localhost:{good.port}"]
+    assert sent.kind is trace.SpanKind.CLIENT
+    assert dict(sent.attributes or {})["http.response.status_code"] == 200
+    assert dict(sent.attributes or {})["toolbridge.egress.secrets"] == ("API_TOKEN",)
+    assert dict(sent.attributes or {})["url.path"] == "/a"
+    assert sent.parent is not None
+    assert sent.parent.span_id == finished["toolbridge.command agent"].context.span_id
+    refused = finished[f"GET 127.0.0.1:{other.port}"]
+    assert dict(refused.attributes or {})["http.response.status_code"] == 403
+    assert refused.status.status_code is trace.StatusCode.ERROR
+    everything = json.dumps([dict(span.attributes or {}) for span in spans.get_finished_spans()], default=str)
+    assert CREDENTIAL not in everything
+
+
+async def test_an_sdk_reading_its_key_from_the_environment(
+    sandboxed: Bridge, work_dir: Path, world: tuple[WorldCA, list[Remote]]
+) -> None:
+    """``requests`` (an SDK's usual transport) in the sandbox: proxy, CA and key from the
+    environment, nothing configured in the code."""
+    ca, (good, other, _) = world
+    packages = work_dir / "site"
+    names = ("requests", "urllib3", "idna", "certifi", "charset_normalizer")
+    for module in [pytest.importorskip(name) for name in names]:  # requests' own, as installed
+        source = Path(module.__file__ or "").parent
+        shutil.copytree(source, packages / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    agent = textwrap.dedent(
+        """
+        import os, sys
+        sys.path.insert(0, "site")
+        import requests
+        answer = requests.get(sys.argv[1], headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
+        print(answer.status_code, answer.json()["bearer_ok"])
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    async with sandboxed.run("sdk") as step:
+        result = await step.sandbox.commands.run(
+            "agent",
+            ["python3", "agent.py", f"https://localhost:{good.port}/sdk"],
+            cwd=work_dir,
+            egress=egress_for(ca, good, other),
+            timeout=60,
+        )
+    assert result.stdout.split() == ["200", "True"], result.stderr

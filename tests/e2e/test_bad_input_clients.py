@@ -52,7 +52,8 @@ main();
 PYTHON = """
 import asyncio, json
 from inngest_tools import tools, ToolError
-from inngest_tools._client import _connection, decode_stream_answer
+from inngest_tools._client import _connection
+from inngest_tools._transport import decode_stream_answer
 
 async def outcome(call):
     try:

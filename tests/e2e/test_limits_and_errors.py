@@ -215,7 +215,7 @@ async def test_a_result_that_breaks_the_output_schema_is_refused(bridge: Bridge,
     assert "nom" not in outcomes[0]["message"]  # the tool's data is not echoed back
 
 
-@pytest.mark.parametrize("name", ["", "1abc", "has-dash", "has space", "a" * 65, "émoji", None])
+@pytest.mark.parametrize("name", ["", "1abc", "-dash", "has space", "has.dot", "a" * 65, "émoji", None])
 async def test_an_invalid_tool_name_is_refused_before_anything_runs(
     bridge: Bridge, tmp_path: Path, script: Callable[[str, str], Path], name: Any
 ) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
+from tests.e2e.node_launchers import LAUNCHERS
 from toolbridge import Bridge, ToolError, ToolOptions, tool, tool_definitions
 from toolbridge._journal.sqlite import SQLiteJournal
 
@@ -43,6 +45,14 @@ async function report(label, call) {
 
 def _lines(stdout: str) -> dict[str, Any]:
     return dict(json.loads(line) for line in stdout.splitlines())
+
+
+@pytest.fixture(params=LAUNCHERS)
+async def bridge(journal_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Bridge]:
+    """Each test under both launchers; its folder readable by bubblewrap's sandbox user."""
+    journal_path.parent.chmod(0o755)  # pytest's tmp_path is 0700; scripts are written 0644
+    async with Bridge(journal=journal_path, sandbox=request.param) as opened:
+        yield opened
 
 
 async def test_calls_results_and_tool_errors(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
+
+from tests.e2e.node_launchers import LAUNCHERS
 from toolbridge import Bridge, ToolOptions
 
 ERROR_OF = """
@@ -21,6 +24,14 @@ async function errorOf(call) {
   }
 }
 """
+
+
+@pytest.fixture(params=LAUNCHERS)
+async def bridge(journal_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Bridge]:
+    """Each test under both launchers; its folder readable by bubblewrap's sandbox user."""
+    journal_path.parent.chmod(0o755)  # pytest's tmp_path is 0700; scripts are written 0644
+    async with Bridge(journal=journal_path, sandbox=request.param) as opened:
+        yield opened
 
 
 async def test_the_command_is_stopped_after_max_calls(

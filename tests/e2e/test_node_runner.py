@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from tests.e2e.node_launchers import LAUNCHERS
 from toolbridge import Bridge, SnippetError, ToolError, tool
 
 
@@ -20,6 +23,14 @@ class Customer(BaseModel):
 
 
 CUSTOMERS = {"cus_1": {"name": "Acme", "seats": 12}}
+
+
+@pytest.fixture(params=LAUNCHERS)
+async def bridge(journal_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Bridge]:
+    """Each test under both launchers; its folder readable by bubblewrap's sandbox user."""
+    journal_path.parent.chmod(0o755)  # pytest's tmp_path is 0700; scripts are written 0644
+    async with Bridge(journal=journal_path, sandbox=request.param) as opened:
+        yield opened
 
 
 async def test_a_snippet_calls_a_step_tool_and_returns_a_validated_value(bridge: Bridge) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +70,30 @@ async def serving(
         yield line.removeprefix(f"{prefix}="), process
     finally:
         await stop(process)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def open_url(
+    url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request, redirects not followed: its status, headers and body."""
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data else "GET")
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=WAIT) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def log_in(login_url: str) -> tuple[str, str]:
+    """Spend the web view's login URL as a browser would: its base URL and the session cookie
+    (``name=value``, for a ``Cookie`` header)."""
+    status, headers, _ = open_url(login_url)
+    assert status == 303, status
+    cookie = headers["set-cookie"].split(";")[0]
+    return login_url.split("?")[0], cookie

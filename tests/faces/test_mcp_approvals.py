@@ -53,12 +53,13 @@ async def test_a_client_with_elicitation_approves_in_the_client(faces_dir: Path,
     assert result.structured_content == {"sku": "R1", "stock": 8}
     assert calls(faces_dir) == ["refund R1"]
     assert len(asked) == 1
-    assert "refund(" in asked[0]
-    assert "toolbridge approvals approve apr_" in asked[0]
+    assert asked[0].startswith('Approve refund(sku="R1")?\n\n')  # a question a person can answer
+    assert "toolbridge approvals approve apr_" in asked[0]  # the CLI line, as a hint
     (req,) = await decided(faces_dir)
-    assert (req["state"], req["decided_by"], req["reason"]) == (
+    assert (req["state"], req["decided_by"], req["channel"], req["reason"]) == (
         "approved",
         "mcp client",
+        "mcp",  # the face it came through, not "api"
         "the customer called",
     )
 
@@ -101,9 +102,10 @@ async def test_declined_in_the_client_the_call_is_rejected_and_the_tool_never_ru
     assert result.meta["toolbridge/error"]["type"] == "ApprovalRejected"
     assert calls(faces_dir) == []
     (req,) = await decided(faces_dir)
-    assert (req["state"], req["decided_by"], req["reason"]) == (
+    assert (req["state"], req["decided_by"], req["channel"], req["reason"]) == (
         "rejected",
         "mcp client",
+        "mcp",
         "declined in the MCP client",
     )
 

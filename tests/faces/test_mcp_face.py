@@ -50,11 +50,22 @@ def stdio(faces_dir: Path, *extra: str) -> Client:
 
 
 @contextlib.asynccontextmanager
-async def http_server(faces_dir: Path, listen: str, *flags: str) -> AsyncIterator[str]:
-    async for url, _process in serving(
-        "mcp", TARGET, "--http", listen, *flags, env=app_env(faces_dir), prefix="TOOLBRIDGE_MCP_URL"
+async def http_server(faces_dir: Path, listen: str, *extra: str) -> AsyncIterator[tuple[str, str]]:
+    """``toolbridge mcp --http LISTEN``: its URL and the bearer token it printed."""
+    async for url, process in serving(
+        "mcp", TARGET, "--http", listen, *extra, env=app_env(faces_dir), prefix="TOOLBRIDGE_MCP_URL"
     ):
-        yield url
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), WAIT)).decode().strip()
+        assert line.startswith("TOOLBRIDGE_MCP_TOKEN="), line
+        yield url, line.removeprefix("TOOLBRIDGE_MCP_TOKEN=")
+
+
+@contextlib.asynccontextmanager
+async def bearer_client(url: str, token: str) -> AsyncIterator[Client]:
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"})
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 async def steps_of(faces_dir: Path, run_id: str) -> list[StepRecord]:
@@ -190,7 +201,7 @@ async def test_an_mcp_call_is_journaled_like_a_grpc_call(faces_dir: Path) -> Non
 
 
 async def test_http_lists_calls_fails_and_replays(faces_dir: Path) -> None:
-    async with http_server(faces_dir, "127.0.0.1:0") as url, Client(url) as client:
+    async with http_server(faces_dir, "127.0.0.1:0") as (url, token), bearer_client(url, token) as client:
         assert url.startswith("http://127.0.0.1:")
         assert url.endswith("/mcp")
         await check_calls(client, faces_dir)
@@ -217,12 +228,40 @@ async def toolbridge(faces_dir: Path, *args: str) -> str:
     return out.decode()
 
 
+async def test_http_on_loopback_needs_the_bearer_token_it_printed(faces_dir: Path) -> None:
+    # Any local process reaches loopback (a sandbox under the process launcher among them):
+    # without the token it printed, the server answers nothing, lists nothing, calls nothing.
+    async with http_server(faces_dir, "127.0.0.1:0") as (url, token):
+        assert token.startswith("tbm1.")
+        assert await asyncio.to_thread(_status, url) == 401
+        assert await asyncio.to_thread(_status, url, "tbm1.guess") == 401
+        assert await asyncio.to_thread(_status, url, token[:-1]) == 401
+        assert await asyncio.to_thread(_status, url, token) == 200
+    assert calls(faces_dir) == []
+
+
+async def test_http_no_auth_is_explicit_and_loopback_only(faces_dir: Path) -> None:
+    async with http_server(faces_dir, "127.0.0.1:0", "--no-auth") as (url, token):
+        assert token == ""
+        assert await asyncio.to_thread(_status, url) == 200
+    for args, said in (
+        (["--http", "0.0.0.0:0", "--no-auth"], "is not a loopback address"),
+        (["--no-auth"], "--no-auth is for --http"),
+    ):
+        process = await asyncio.create_subprocess_exec(
+            TOOLBRIDGE, "mcp", TARGET, *args, cwd=REPO, env=app_env(faces_dir), stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await asyncio.wait_for(process.communicate(), WAIT)
+        assert process.returncode == 2, args
+        assert said in err.decode()
+
+
 async def test_http_off_loopback_needs_a_sidecar_token_and_keeps_to_its_grant(faces_dir: Path) -> None:
     minted = json.loads(
         await toolbridge(faces_dir, "token", "mint", TARGET, "--run", "tok-run", "--tool", "lookup", "--json")
     )
     token = minted["token"]
-    async with http_server(faces_dir, "0.0.0.0:0", "--insecure") as url:  # TLS: tests/hosts
+    async with http_server(faces_dir, "0.0.0.0:0", "--insecure") as (url, _):  # TLS: tests/hosts
         local = "http://127.0.0.1:" + url.rsplit(":", 1)[1]
         assert await asyncio.to_thread(_status, local) == 401
         assert await asyncio.to_thread(_status, local, "tb1.nope.nope") == 401

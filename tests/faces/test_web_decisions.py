@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.e2e.test_approvals import output, pending, refund_tool, start
-from tests.faces.conftest import WAIT
-from tests.faces.test_web_approvals import _post, _token
+from tests.faces.conftest import WAIT, log_in, open_url
+from tests.faces.test_web_login import form_token
+from tests.faces.test_web_login import post as _post
 from toolbridge import Bridge, CommandResult, ask_user
 
 ASK = """
@@ -38,8 +38,13 @@ async def test_a_question_is_answered_and_a_call_rejected_from_the_web(
             )
 
     asking = asyncio.create_task(ask())
-    async with bridge.serve_ui(port=0) as url:
-        token = {"x-toolbridge-token": await asyncio.to_thread(_token, url)}
+    async with bridge.serve_ui(port=0) as login_url:
+        url, cookie = await asyncio.to_thread(log_in, login_url)
+        token = {
+            "cookie": cookie,
+            "origin": url.rstrip("/"),
+            "x-toolbridge-token": await asyncio.to_thread(form_token, url, cookie),
+        }
         (question,) = await pending(bridge)
         where = f"{url}api/approvals/{question.id}"
         status, said = await asyncio.to_thread(_post, where, {"action": "approve", "by": "erin"}, token)
@@ -84,10 +89,6 @@ async def test_a_question_is_answered_and_a_call_rejected_from_the_web(
         status, said = await asyncio.to_thread(_post, where, {"action": "approve", "by": "erin"}, token)
         assert status == 409
         assert "already decided: rejected by erin via web" in said["error"]
-        with_pending = json.loads(await asyncio.to_thread(_get_text, f"{url}api/approvals"))
-        assert with_pending == []
-
-
-def _get_text(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=WAIT) as response:
-        return str(response.read().decode())
+        listing = f"{url}api/approvals"
+        status, _, listed = await asyncio.to_thread(open_url, listing, headers={"cookie": cookie})
+        assert (status, json.loads(listed)) == (200, [])

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.faces.conftest import REPO, TOOLBRIDGE, WAIT, serving
+from tests.faces.conftest import REPO, TOOLBRIDGE, WAIT, log_in, open_url, serving
 from tests.faces.runs import record_runs
 from toolbridge import Bridge, ToolbridgeError
 
@@ -62,7 +60,10 @@ async def browser() -> AsyncIterator[Any]:
 
 
 async def new_page(browser: Any, problems: list[str]) -> Any:
-    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    """A page in a new browser (a ``Browser``: no cookies) or in one already logged in (its
+    ``BrowserContext``)."""
+    page = await browser.new_page()
+    await page.set_viewport_size({"width": 1280, "height": 900})
     page.set_default_timeout(WAIT * 1000)
     # A CSP violation or a script error is a page a person cannot use: collect them all.
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -74,34 +75,30 @@ async def new_page(browser: Any, problems: list[str]) -> Any:
     return page
 
 
-def _get(url: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url, headers={"host": host} if host else {})
-    try:
-        with urllib.request.urlopen(request, timeout=WAIT) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+def _get(url: str, cookie: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    return open_url(url, headers={"cookie": cookie, **({"host": host} if host else {})})
 
 
 async def test_every_response_has_a_strict_csp_and_only_loopback_hosts_are_answered(recorded: Path) -> None:
-    async for url, _ in serving(
+    async for login_url, _ in serving(
         "ui", "--journal", str(recorded), "--port", "0", env=dict(os.environ), prefix="TOOLBRIDGE_UI_URL"
     ):
-        assert url.startswith("http://127.0.0.1:")
+        assert login_url.startswith("http://127.0.0.1:")
+        url, cookie = await asyncio.to_thread(log_in, login_url)
         for path in ("", "runs/order-42", "static/app.js", "static/app.css", "api/runs", "api/runs/order-42"):
-            status, headers, _ = await asyncio.to_thread(_get, url + path)
+            status, headers, _ = await asyncio.to_thread(_get, url + path, cookie)
             assert status == 200, path
             assert "default-src 'self'" in headers["content-security-policy"]
             assert "'unsafe-inline'" not in headers["content-security-policy"]
-        status, _, body = await asyncio.to_thread(_get, url + "api/runs/no-such-run")
+        status, _, body = await asyncio.to_thread(_get, url + "api/runs/no-such-run", cookie)
         assert status == 404
         assert b"no run" in body
-        status, _, body = await asyncio.to_thread(_get, url + "api/runs?limit=many")
+        status, _, body = await asyncio.to_thread(_get, url + "api/runs?limit=many", cookie)
         assert status == 400
         assert b"limit must be a whole number" in body
-        status, _, _ = await asyncio.to_thread(_get, url + "api/runs", "evil.example:80")
+        status, _, _ = await asyncio.to_thread(_get, url + "api/runs", cookie, "evil.example:80")
         assert status == 400, "a page elsewhere must not reach the view by DNS rebinding"
-        html = (await asyncio.to_thread(_get, url))[2].decode()
+        html = (await asyncio.to_thread(_get, url, cookie))[2].decode()
         assert "<script>" not in html, "no inline script"
         assert "style=" not in html, "no inline style"
 
@@ -174,10 +171,14 @@ async def test_a_person_sees_the_runs_and_a_runs_waterfall(
         assert await page.locator("li.entry.window").count() >= 1  # how many: timing decides
         assert "on_start: changed the input" in await page.locator("li.entry.hook").inner_text()
         assert await page.locator("li.entry.attempt.error").count() == 2  # miscount's, flaky's first
-        # A step opens to show its input and output.
+        # A step opens to show its input and output, each JSON folded to one line until opened.
         lookup = page.locator('li.step:has(.name:text-is("lookup"))')
         await lookup.locator("button.toggle").click()
-        assert '"sku": "a1"' in await page.locator("li.row.open").first.inner_text()
+        opened = page.locator("li.row.open").first
+        assert '"sku": "a1"' not in await opened.inner_text()
+        assert '{"sku":"a1"}' in await opened.locator("details.json .preview").first.inner_text()
+        await opened.locator("details.json summary").first.click()
+        assert '"sku": "a1"' in await opened.inner_text()
         await page.screenshot(path=str(tmp_path / "run-page.png"), full_page=True)
         if os.environ.get("TOOLBRIDGE_UPDATE_DOCS") == "1":
             DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
@@ -193,12 +194,13 @@ async def test_a_run_is_watched_live_until_it_ends(browser: Any, tmp_path: Path)
         await release.wait()
         return "shipped"
 
-    async with Bridge(journal=tmp_path / "live.db") as bridge, bridge.serve_ui(port=0) as url:
+    async with Bridge(journal=tmp_path / "live.db") as bridge, bridge.serve_ui(port=0) as login_url:
+        url = login_url.split("?")[0]
         async with bridge.run("live-1") as step:
             await step.run("prepare", lambda: "ready")
             shipping = asyncio.ensure_future(step.run("ship", wait_for_release))
             page = await new_page(browser, problems)
-            await page.goto(url)
+            await page.goto(login_url)
             await page.locator('tr[data-run="live-1"] .pill.running').wait_for()
             await page.locator(".live").wait_for()
             await page.goto(url + "runs/live-1")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from inngest_tools import _client, tools
+from inngest_tools import _client, _transport, tools
 from tests.helpers import WAIT, held_command
 from toolbridge import Bridge, ToolOptions
 
@@ -24,19 +24,19 @@ from toolbridge import Bridge, ToolOptions
 def overlaps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """This process's client, with no connection yet and streams that age at once; for each
     stream it opens, whether the one before it was still open then."""
-    monkeypatch.setattr(_client, "STREAM_LIFETIME", 0.0)
+    monkeypatch.setattr(_transport, "STREAM_LIFETIME", 0.0)
     monkeypatch.setattr(_client, "_connections", {})
     monkeypatch.setattr(_client, "_last", None)
     opened: list[Any] = []
     overlapped: list[bool] = []
-    open_stream = _client._Connection._open_stream
+    open_stream = _transport.Connection._open_stream
 
-    def recorded(connection: _client._Connection) -> Any:
+    def recorded(connection: _transport.Connection) -> Any:
         overlapped.append(bool(opened) and not opened[-1].done())
         opened.append(open_stream(connection))
         return opened[-1]
 
-    monkeypatch.setattr(_client._Connection, "_open_stream", recorded)
+    monkeypatch.setattr(_transport.Connection, "_open_stream", recorded)
     return overlapped
 
 

@@ -36,8 +36,10 @@ def faces_dir(tmp_path: Path) -> Path:
     return directory
 
 
-def fetch(url: str, context: ssl.SSLContext | None, body: bytes | None = None) -> int:
+def fetch(url: str, context: ssl.SSLContext | None, body: bytes | None = None, token: str = "") -> int:
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, body, headers)
     try:
         with urllib.request.urlopen(request, timeout=WAIT, context=context) as response:
@@ -57,13 +59,16 @@ def client_context(ca: CA, *, certificate: bool) -> ssl.SSLContext:
 async def test_mcp_over_mutual_tls(faces_dir: Path, ca: CA) -> None:
     server = ca.issue("mcp-server")
     flags = ["--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(ca.cert)]
-    async for url, _ in serving(
+    async for url, process in serving(
         "mcp", TARGET, "--http", "127.0.0.1:0", *flags, env=app_env(faces_dir), prefix="TOOLBRIDGE_MCP_URL"
     ):
         assert url.startswith("https://127.0.0.1:")
-        assert await asyncio.to_thread(fetch, url, client_context(ca, certificate=True), PING) == 200
+        assert process.stdout is not None
+        token = (await asyncio.wait_for(process.stdout.readline(), WAIT)).decode().strip().partition("=")[2]
+        mutual = client_context(ca, certificate=True)
+        assert await asyncio.to_thread(fetch, url, mutual, PING, token) == 200
         with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
-            await asyncio.to_thread(fetch, url, client_context(ca, certificate=False), PING)
+            await asyncio.to_thread(fetch, url, client_context(ca, certificate=False), PING, token)
 
 
 async def test_mcp_off_loopback_without_tls_is_refused(faces_dir: Path) -> None:

@@ -43,9 +43,9 @@ async def test_an_open_run_stays_its_holders_past_one_lease(journal_path: Path) 
             pass
 
 
-@pytest.mark.parametrize("lease", [0, -1, float("inf"), float("nan"), True, "30"])
+@pytest.mark.parametrize("lease", [0, -1, float("inf"), float("nan"), True, "30", "30 s"])
 def test_run_lease_must_be_a_positive_number_of_seconds(journal_path: Path, lease: object) -> None:
-    with pytest.raises(ValueError, match="run_lease must be a positive number of seconds"):
+    with pytest.raises(ValueError, match="run_lease="):
         Bridge(journal=journal_path, run_lease=lease)  # type: ignore[arg-type]
 
 

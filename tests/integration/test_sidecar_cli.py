@@ -139,7 +139,7 @@ async def test_serve_on_tcp_and_stop_on_sigterm(app_dir: Path, tmp_path: Path) -
     [
         (["--run", "r"], "name the tools"),
         (["--run", "r", "--tool", "nope"], "no registered tool named 'nope'"),
-        (["--run", "r", "--tool", "lookup", "--ttl", "soon"], "invalid duration"),
+        (["--run", "r", "--tool", "lookup", "--ttl", "soon"], "is not a duration"),
         (["--run", "r", "--tool", "lookup", "--max-calls", "0"], "max_calls"),
     ],
 )

@@ -25,9 +25,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from toolbridge import Bridge, ToolError, ToolOptions
-from toolbridge._durable.otlp import span_id_for, trace_id_for
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._records import StepRecord
+from toolbridge._telemetry.otlp import span_id_for, trace_id_for
 
 CLI = Path(sys.executable).with_name("toolbridge")
 

@@ -388,8 +388,17 @@ def test_a_tool_whose_input_is_not_an_object_is_refused_by_name() -> None:
 
 
 def test_invalid_tool_names_are_refused() -> None:
-    with pytest.raises(ValueError, match="invalid tool name 'get-customer'"):
-        tool_definitions({"get-customer": lambda: None})
+    with pytest.raises(ValueError, match="invalid tool name 'get customer'"):
+        tool_definitions({"get customer": lambda: None})
+    with pytest.raises(ValueError, match="invalid tool name '-get'"):
+        tool_definitions({"-get": lambda: None})
+
+
+def test_a_hyphenated_name_is_kept_as_given() -> None:
+    # What every model API accepts (^[a-zA-Z0-9_-]{1,64}$), and the name AgentKit's seed uses.
+    for format in ("anthropic", "openai", "mcp"):
+        (definition,) = tool_definitions({"write-file": lambda path: None}, format=format)
+        assert definition["name"] == "write-file"
 
 
 def test_strict_mode_unwraps_a_lone_all_of_and_checks_what_it_brought() -> None:

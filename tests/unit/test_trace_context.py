@@ -7,9 +7,9 @@ import sys
 import pytest
 from opentelemetry.trace import SpanContext, StatusCode, TraceFlags
 
-from toolbridge._durable import otlp, tracing
 from toolbridge._errors import ToolbridgeError
 from toolbridge._records import RunSummary, StepRecord
+from toolbridge._telemetry import otlp, tracing
 
 VALID = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

@@ -34,7 +34,8 @@ const outcomes = new Map();
 /** Where the cache of `file` as it is now would be: its path, size and modification time. */
 function cacheFile(file) {
   const { size, mtimeMs } = fs.statSync(file);
-  return path.join(CACHE, `${path.relative(PACKAGE, file)}.${size}.${Math.trunc(mtimeMs)}.v8`);
+  // Every file here is below PACKAGE (see `ours`): its relative path is a slice, not path.relative.
+  return `${CACHE}${file.slice(PACKAGE.length)}.${size}.${Math.trunc(mtimeMs)}.v8`;
 }
 
 function compile(file) {
@@ -64,6 +65,7 @@ function requireFor(owner) {
       const file = path.resolve(directory, id);
       return load(file.endsWith(".js") ? file : `${file}.js`);
     }
+    if (path.isAbsolute(id) && ours(id)) return load(id); // a resolved path: no search either
     if (!Module.isBuiltin(id)) {
       // A dependency: found as Node finds it (its "exports", its folder's package.json).
       const file = Module._resolveFilename(id, owner);
@@ -86,7 +88,15 @@ function load(file) {
   if (loaded !== undefined) return loaded.exports;
   const owner = new Module(file, module);
   owner.filename = file;
-  owner.paths = Module._nodeModulePaths(path.dirname(file));
+  // Where its bare `require`s would search: worked out if one ever does (few modules do).
+  let paths;
+  Object.defineProperty(owner, "paths", {
+    get: () => (paths ??= Module._nodeModulePaths(path.dirname(file))),
+    set: (value) => {
+      paths = value;
+    },
+    enumerable: true,
+  });
   require.cache[file] = owner; // before it runs: a require cycle gets its exports so far
   try {
     compile(file).call(owner.exports, owner.exports, requireFor(owner), owner, file, path.dirname(file));

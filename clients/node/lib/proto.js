@@ -9,19 +9,19 @@
 // proto3 default out: the canonical bytes Python writes, which tests/vectors/wire.json pins.
 //
 // Why not `require("@bufbuild/protobuf")`: its index loads every well-known type (about 60
-// modules, each booting its descriptor) where the client needs `create`, `toBinary` and
-// `fromBinary`; that was ~25 ms more for a sandboxed command's first call. They are taken from
-// their own modules of the same package (the version is pinned exactly in package.json, and
-// test/proto.test.js fails if the files move).
+// modules, each booting its descriptor) where the client needs `create`, `toBinary`,
+// `fromBinary` and the binary writer; that was ~25 ms more for a sandboxed command's first
+// call. They are taken from their own modules of the same package (the version is pinned
+// exactly in package.json, and test/proto.test.js fails if the files move).
 
 const path = require("node:path");
-const { BinaryWriter, WireType } = require("@bufbuild/protobuf/wire");
 const contract = require("../proto/toolbridge/v1/toolbridge_pb.js");
 
 const RUNTIME = path.join(path.dirname(require.resolve("@bufbuild/protobuf/codegenv2")), "..");
 const { create } = require(path.join(RUNTIME, "create.js"));
 const { toBinary } = require(path.join(RUNTIME, "to-binary.js"));
 const { fromBinary } = require(path.join(RUNTIME, "from-binary.js"));
+const { BinaryWriter, WireType } = require(path.join(RUNTIME, "wire", "binary-encoding.js"));
 
 const {
   CallToolStreamRequestSchema,

@@ -358,3 +358,76 @@ test("addresses: unix:/abs, unix:///abs, unix:relative and host:port all connect
     assert.throws(() => parseAddress(bad), TypeError, JSON.stringify(bad));
   }
 });
+
+/** A scripted server with node:http2 `options`, stopped after the test. */
+async function serverWith(handler, options, t) {
+  const scripted = new ScriptedServer(handler, options);
+  await scripted.start();
+  t.after(() => scripted.stop());
+  return scripted;
+}
+
+test("the daemon's stream limit: calls beyond it wait for a stream to close, then go", TIMEOUT, async (t) => {
+  let open = 0;
+  let most = 0;
+  const ends = [];
+  const limited = await serverWith(
+    (stream) => {
+      open += 1;
+      most = Math.max(most, open);
+      stream.on("close", () => {
+        open -= 1;
+      });
+      stream.respond(OK_HEADERS, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      ends.push(() => stream.end());
+      limited.emit("opened");
+    },
+    { settings: { maxConcurrentStreams: 1 } },
+    t,
+  );
+  const opened = new Channel(limited.address, { maxMessageBytes: 1024 });
+  channels.push(opened);
+  // The first call brings the server's SETTINGS, before which no limit is known.
+  const first = callOn(opened);
+  await limited.next("opened");
+  ends.shift()();
+  assert.equal((await first).status.code, Code.OK);
+  const calls = [callOn(opened), callOn(opened), callOn(opened)];
+  for (let index = 0; index < calls.length; index += 1) {
+    await limited.next("opened"); // one at a time: the next opens only once this one is ended
+    assert.equal(open, 1);
+    ends.shift()();
+  }
+  for (const call of calls) assert.equal((await call).status.code, Code.OK);
+  assert.equal(most, 1);
+  assert.equal(limited.requests.length, 4);
+});
+
+test("flow control: a message above the daemon's windows waits for them, an answer above this side's comes in", TIMEOUT, async (t) => {
+  // The server's stream window is 1 KiB: a 300 KiB request goes out only as WINDOW_UPDATEs
+  // come. Its 6 MiB answer is above the 4 MiB this side's windows start with: it arrives only
+  // because they are reopened as it is read.
+  const answer = Buffer.alloc(6 * 1024 * 1024, 7);
+  const windowed = await serverWith(
+    (stream) => {
+      stream.respond(OK_HEADERS, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      readMessages(stream, (received) => {
+        answer.writeUInt32BE(received.length, 0);
+        stream.end(grpcMessage(answer));
+      });
+    },
+    { settings: { initialWindowSize: 1024 } },
+    t,
+  );
+  const request = Buffer.alloc(300 * 1024, 1);
+  const opened = new Channel(windowed.address, { maxMessageBytes: 8 * 1024 * 1024 });
+  channels.push(opened);
+  const { status, messages } = await callOn(opened, { write: request });
+  assert.equal(status.code, Code.OK, status.message);
+  assert.equal(messages.length, 1);
+  assert.equal(messages[0].length, answer.length);
+  assert.equal(messages[0].readUInt32BE(0), request.length);
+  assert.ok(messages[0].subarray(4).every((byte) => byte === 7));
+});

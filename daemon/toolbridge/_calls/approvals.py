@@ -108,8 +108,13 @@ async def gate(
                 expires_at=stamp + options.approval_timeout,
             )
         )
-    entry: dict[str, Any] = {"approval": req.id, "kind": kind, "waiting": req.state == "pending", "at": now()}
-    rec.attempt_log.append(entry)
+    # One entry per request, kept across the replays that find it still pending, so the trace
+    # shows one wait, from the request to the decision.
+    entry = next((e for e in rec.attempt_log if e.get("approval") == req.id), None)
+    if entry is None:
+        entry = {"approval": req.id, "kind": kind, "started_at": req.created_at, "at": now()}
+        rec.attempt_log.append(entry)
+    entry["waiting"] = req.state == "pending"
     if req.state == "pending":
         await run.journal.write(rec)  # on disk before the wait: a replay knows it never ran
         if on_waiting is not None:
@@ -118,7 +123,13 @@ async def gate(
         if decided is None:
             return Gate(suspended=_suspended(scope, req))
         req = decided
-    entry.update(waiting=False, state=req.state, decided_by=req.decided_by, channel=req.channel)
+    entry.update(
+        waiting=False,
+        state=req.state,
+        decided_by=req.decided_by,
+        channel=req.channel,
+        finished_at=req.decided_at or now(),
+    )
     await run.journal.write(rec)  # before the tool runs: an at-most-once tool is now started
     return _verdict(tool, req)
 
@@ -140,6 +151,7 @@ async def _needs_confirmation(
         attempt=rec.attempts + 1,
         tool_name=tool_name,
         step=scope.steps_factory(scope.run, rec.key, scope.options),
+        state=scope.run.memory,
     )
     try:
         verdict = await call_maybe_async(check, bound.args[0] if bound.args else bound.input, context)

@@ -8,16 +8,15 @@ every failure of the tool itself, becomes a :class:`CallOutcome` carrying a ``To
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls import approvals
-from toolbridge._calls.hooks import finish_hook, start_hook
+from toolbridge._calls.hooks import error_hook, finish_hook, start_hook
 from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable import failpoints as _failpoints
-from toolbridge._durable import tracing
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
@@ -25,6 +24,7 @@ from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_st
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._telemetry import tracing
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.tool import Tool
 
@@ -121,7 +121,7 @@ async def _call_tool(
     tool = scope.tools.get(tool_name)
     if tool is None:
         # The same answer for a tool that does not exist and one given to another command.
-        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for this command")
+        raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for {scope.caller}")
     positional, named = _parse_arguments(positional_json, named_json)
     input_json = _call_input(positional, named)
     prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
@@ -139,7 +139,8 @@ async def _call_tool(
             return CallOutcome(
                 "",
                 error=ToolError(
-                    f"this command made more than {options.max_calls} tool calls; it is being stopped",
+                    f"{scope.caller} made more than {options.max_calls} tool calls; "
+                    + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
                     type="MaxCallsExceeded",
                 ),
             )
@@ -180,6 +181,7 @@ def _is_lean(tool: Tool) -> bool:
     return (
         tool.on_start is None
         and tool.on_finish is None
+        and tool.on_error is None
         and not tool.at_most_once
         and tool.kind != "group"
         and not tool.requires_confirmation
@@ -221,22 +223,9 @@ async def _run_lean_step(
 
     def attempt(number: int) -> Awaitable[Any]:  # the handler's own awaitable: no layer between
         context = _context(scope, rec, number, tool_name) if takes_context else None
-        return _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        return _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
 
-    try:
-        value = await run_attempts(
-            rec,
-            attempt,
-            attempts=tool.attempts or scope.options.attempts,
-            options=scope.options,
-            journal=run.journal,
-            timeout=tool.timeout or scope.options.tool_timeout,
-            what=f"tool {tool_name!r}",
-        )
-    except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
-    _failpoints.hit("after_tool_returned")
-    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+    return await _attempts_then_finish(scope, tool, tool_name, rec, attempt)
 
 
 def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) -> ToolContext:
@@ -247,6 +236,7 @@ def _context(scope: CommandScope, rec: StepRecord, number: int, tool_name: str) 
         attempt=number,
         tool_name=tool_name,
         step=scope.steps_factory(scope.run, rec.key, scope.options),
+        state=scope.run.memory,
     )
 
 
@@ -314,30 +304,43 @@ async def _run_tool_step(
             attempt=number,
             tool_name=tool_name,
             step=scope.steps_factory(run, key, scope.options),
+            state=run.memory,
         )
-        value = await _failpoints.during("while_tool_runs", tool.invoke(bound, context))
+        value = await _failpoints.during("while_tool_runs", tool.run_handler(bound, context))
         if tool.kind == "group":
             await run.mark_stale(key)
         return value
 
+    return await _attempts_then_finish(scope, tool, tool_name, rec, attempt)
+
+
+async def _attempts_then_finish(
+    scope: CommandScope, tool: Tool, tool_name: str, rec: StepRecord, attempt: Callable[[int], Awaitable[Any]]
+) -> CallOutcome:
+    """What both paths do once the tool may run: its attempts, ``on_finish``, the outcome
+    validated and committed before the reply."""
     try:
         value = await run_attempts(
             rec,
             attempt,
             attempts=tool.attempts or scope.options.attempts,
             options=scope.options,
-            journal=journal,
+            journal=scope.run.journal,
             timeout=tool.timeout or scope.options.tool_timeout,
             what=f"tool {tool_name!r}",
         )
     except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
+        return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
     _failpoints.hit("after_tool_returned")
-    try:
-        value = await finish_hook(tool, tool_name, value, rec)
-    except ToolError as exc:
-        return await _finish(rec, scope, error=exc)
-    return await _finish(rec, scope, result=_result_json(tool, tool_name, value, rec, scope.options))
+    if tool.on_finish is not None:  # (never on the lean path)
+        try:
+            value = await finish_hook(tool, tool_name, value, rec)
+        except ToolError as exc:
+            return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
+    result = _result_json(tool, tool_name, value, rec, scope.options)
+    if isinstance(result, ToolError) and tool.on_error is not None:
+        result = await error_hook(tool, tool_name, result, rec)
+    return await _finish(rec, scope, result=result)
 
 
 def _result_json(

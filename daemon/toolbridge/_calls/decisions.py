@@ -49,6 +49,14 @@ class Approvals:
         self._hub = hub
         self._channel = channel
 
+    def via(self, channel: str) -> Approvals:
+        """These approvals, recording each decision as made through ``channel``.
+
+        For a face that decides on a person's behalf (the MCP server records ``"mcp"``), so the
+        journal says how each decision really came (``"api"``, ``"cli"``, ``"web"``, ``"mcp"``).
+        """
+        return Approvals(self._hub, channel=channel)
+
     async def list(
         self, run_id: str | None = None, *, state: RequestState | None = "pending"
     ) -> list[ApprovalRequest]:

@@ -3,7 +3,9 @@
 ``on_start(input)`` runs after the arguments are validated and before the tool: it may return
 a changed input (validated again) or raise to refuse the call, and then the tool does not run.
 ``on_finish(result)`` runs after the tool succeeded: it may return a changed result (which
-must still match ``output``) or raise to fail the call.
+must still match ``output``) or raise to fail the call. ``on_error(error)`` runs when a call
+that started failed (its handler, ``on_finish`` or the output check): for cleanup, and it may
+return (or raise) another ``ToolError`` to send instead; the error it replaced is journaled.
 
 Each hook leaves an entry in the step's ``attempt_log`` (``{"hook": "on_start", ...}``):
 when it ran, the input it substituted or the tool's own result it replaced, and the error
@@ -25,7 +27,7 @@ from toolbridge._records import StepRecord, now
 from toolbridge._schema.schema import SchemaValidationError
 from toolbridge._tools.tool import BoundCall, Tool, call_hook
 
-__all__ = ["finish_hook", "start_hook"]
+__all__ = ["error_hook", "finish_hook", "start_hook"]
 
 
 async def start_hook(tool: Tool, bound: BoundCall, rec: StepRecord) -> BoundCall:
@@ -91,6 +93,33 @@ async def finish_hook(tool: Tool, tool_name: str, value: Any, rec: StepRecord) -
     if after != before:
         entry["tool_result"] = json.loads(before) if before is not None else None
     return changed
+
+
+async def error_hook(tool: Tool, tool_name: str, error: ToolError, rec: StepRecord) -> ToolError:
+    """Run ``on_error`` on a failed call and return the error to send.
+
+    Never raises: a hook that fails (other than by raising a ``ToolError``) or returns
+    something else leaves a generic ``InternalError`` (its detail stays in the journal).
+    """
+    if tool.on_error is None:
+        return error
+    entry: dict[str, Any] = {"hook": "on_error", "started_at": now()}
+    rec.attempt_log.append(entry)
+    try:
+        replaced = await call_hook(tool.on_error, error)
+        if not isinstance(replaced, ToolError):
+            raise TypeError(f"on_error returned {replaced!r}; it returns a ToolError or None")
+    except ToolError as raised:
+        replaced = raised
+    except Exception as exc:
+        caught = catch(exc, what=f"on_error of tool {tool_name!r}")
+        entry["error"] = caught.entry
+        replaced = caught.error
+    finally:
+        entry["finished_at"] = now()
+    if replaced is not error:
+        entry["tool_error"] = error.to_dict()
+    return replaced
 
 
 def _snapshot(value: Any) -> str | None:

@@ -80,6 +80,7 @@ async def call_registered_tool(
         options=options,
         steps_factory=steps_factory,
         approvals=approvals,
+        caller="this call",
     )
     try:
         outcome = await call_tool(scope, name, positional, named)

@@ -91,7 +91,7 @@ def _take_in_flight(scope: CommandScope) -> None:
         log.info("refused a call of command %r: %d calls in flight", scope.command_key, scope.in_flight)
         raise ProtocolError(
             "RESOURCE_EXHAUSTED",
-            f"this command already has {limit} tool calls in flight, the most it may "
+            f"{scope.caller} already has {limit} tool calls in flight, the most it may "
             f"(ToolOptions.max_in_flight); retry in {RETRY_AFTER * 1000:.0f} ms, once one has finished",
             retry_after=RETRY_AFTER,
         )
@@ -133,7 +133,7 @@ def stream_slot(scope: CommandScope | None) -> Iterator[None]:
         log.info("refused a stream of command %r: %d streams open", scope.command_key, scope.streams)
         raise ProtocolError(
             "RESOURCE_EXHAUSTED",
-            f"this command already has {limit} call streams open, the most it may "
+            f"{scope.caller} already has {limit} call streams open, the most it may "
             "(ToolOptions.max_streams); close one, or send more calls on one stream",
         )
     scope.streams += 1

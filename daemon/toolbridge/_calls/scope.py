@@ -49,6 +49,8 @@ class CommandScope:
     # whether it is allowed; without it, ``calls`` against ``options.max_calls`` decides.
     count_call: Callable[[CommandScope], Awaitable[bool]] | None = None
     trace_context: Context | None = None  # the command's span: the parent of calls that carry none
+    # Who the caller is, in errors: a sidecar's or MCP client's calls come from no command.
+    caller: str = "this command"
     # The step key of each recent call by the id its client gave it (a session and a call
     # number): a client whose connection was lost sends its calls in flight again, on a new
     # connection, under the same ids, and each must meet its own step, not a new occurrence.

@@ -5,6 +5,10 @@
     toolbridge mcp app.tools:bridge                          # stdio (Claude Desktop, IDEs)
     toolbridge mcp app.tools:bridge --http 127.0.0.1:8765    # Streamable HTTP at /mcp
 
+Over HTTP every request needs ``Authorization: Bearer <token>``: the token it prints
+(``TOOLBRIDGE_MCP_TOKEN=``, made anew each start) or a sidecar token; ``--no-auth`` serves
+without one, on a loopback address only.
+
 Needs the ``toolbridge[mcp]`` extra. Over stdio, stdout is the protocol: the SDK points fd 1
 at stderr while it serves, so a tool's stray print cannot corrupt it.
 """
@@ -41,8 +45,16 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     mcp.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve Streamable HTTP here instead of stdio; off loopback every request needs "
-        "Authorization: Bearer <token> from `toolbridge token mint`",
+        help="serve Streamable HTTP here instead of stdio; every request needs "
+        "Authorization: Bearer <token>: the TOOLBRIDGE_MCP_TOKEN it prints, or a sidecar token "
+        "from `toolbridge token mint`",
+    )
+    mcp.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="with --http on a loopback address: serve requests without a bearer token too "
+        "(any local process, sandboxes under the process launcher included, can then call "
+        "every tool and decide requests)",
     )
     mcp.add_argument(
         "--progress-every",
@@ -68,14 +80,18 @@ def _mcp(args: argparse.Namespace) -> int:
     if tls is not None and args.http is None:
         raise CLIError("--tls-cert is for --http HOST:PORT")
     if args.http is None:
+        if args.no_auth:
+            raise CLIError("--no-auth is for --http (stdio has no bearer token)")
         asyncio.run(_stdio(bridge, server))
         return 0
-    from toolbridge._mcp.http import bind, is_loopback, parse_host_port
+    from toolbridge._mcp.http import bind, is_loopback, new_token, parse_host_port
 
     try:
         host, port = parse_host_port(args.http)
     except ValueError as exc:
         raise CLIError(f"--http: {exc}") from None
+    if args.no_auth and not is_loopback(host):
+        raise CLIError(f"--no-auth: {args.http} is not a loopback address; off loopback a token is required")
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -96,7 +112,7 @@ def _mcp(args: argparse.Namespace) -> int:
             f"toolbridge: {args.http} is not a loopback address: every request needs a bearer token",
             file=sys.stderr,
         )
-    asyncio.run(_http(bridge, server, sock, host, tls))
+    asyncio.run(_http(bridge, server, sock, host, None if args.no_auth else new_token(), tls))
     return 0
 
 
@@ -108,7 +124,9 @@ async def _stdio(bridge: Bridge, server: Any) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def _http(bridge: Bridge, server: Any, sock: Any, host: str, tls: TLSConfig | None) -> None:
+async def _http(
+    bridge: Bridge, server: Any, sock: Any, host: str, token: str | None, tls: TLSConfig | None
+) -> None:
     import uvicorn
 
     from toolbridge._mcp.http import MCP_PATH, mcp_http_app
@@ -116,11 +134,15 @@ async def _http(bridge: Bridge, server: Any, sock: Any, host: str, tls: TLSConfi
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     async with bridge:
-        app = mcp_http_app(server, bridge, host=host)
+        app = mcp_http_app(server, bridge, host=host, token=token)
         options = {} if tls is None else tls.uvicorn_options()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", **options)  # type: ignore[arg-type]
         web = uvicorn.Server(config)
         url = f"{'http' if tls is None else 'https'}://{shown}:{bound_port}{MCP_PATH}"
         print(f"toolbridge: MCP on {url}: {len(bridge.tools)} tools", file=sys.stderr)
         print(f"TOOLBRIDGE_MCP_URL={url}", flush=True)
+        if token is None:
+            print("toolbridge: --no-auth: any local process can call these tools", file=sys.stderr)
+        # Only to whoever started the server: never in an environment a sandbox is given.
+        print(f"TOOLBRIDGE_MCP_TOKEN={token or ''}", flush=True)
         await web.serve(sockets=[sock])

@@ -19,7 +19,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from toolbridge import Bridge
-from toolbridge._cli.target import CLIError, add_journal_option, load_bridge
+from toolbridge._cli.target import CLIError, add_journal_option, journal_location, load_bridge
 from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
 from toolbridge._tls import ClearTextWarning, TLSConfig, TLSError, check_clear_text
 
@@ -77,12 +77,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     mint.add_argument("--json", action="store_true", help="print the token and its grant as JSON")
     mint.set_defaults(handler=_mint)
     listing = actions.add_parser("list", help="list tokens (never their secrets)")
-    listing.add_argument("target", metavar="MODULE:ATTR")
+    listing.add_argument("target", metavar="MODULE:ATTR", nargs="?", help="not needed with --journal")
     add_journal_option(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(handler=_list)
     revoke = actions.add_parser("revoke", help="revoke a token: its next call fails")
-    revoke.add_argument("target", metavar="MODULE:ATTR")
+    revoke.add_argument("target", metavar="MODULE:ATTR", nargs="?", help="not needed with --journal")
     add_journal_option(revoke)
     revoke.add_argument("token_id", metavar="TOKEN_ID")
     revoke.set_defaults(handler=_revoke)
@@ -183,6 +183,17 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
         uvloop.run(main)
 
 
+def _tokens_journal(args: argparse.Namespace) -> str:
+    """The journal holding the tokens: ``--journal`` (or TOOLBRIDGE_JOURNAL) alone is enough to
+    list or revoke them; only minting needs the bridge, to check the tools it grants."""
+    if args.target is None:
+        location = journal_location(args)
+        if location is None:
+            raise CLIError("name the journal with --journal PATH|URL (or the bridge, MODULE:ATTR)")
+        return location
+    return _journal_path(load_bridge(args.target, journal=args.journal), args)
+
+
 def _journal_path(bridge: Bridge, args: argparse.Namespace) -> str:
     location = args.journal or bridge.journal_location
     if location is None:
@@ -245,10 +256,10 @@ def _mint(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target, journal=args.journal)
+    location = _tokens_journal(args)
 
     async def listing() -> list[SidecarToken]:
-        async with open_token_store(_journal_path(bridge, args)) as store:
+        async with open_token_store(location) as store:
             return await store.list()
 
     tokens = asyncio.run(listing())
@@ -265,10 +276,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    bridge = load_bridge(args.target, journal=args.journal)
+    location = _tokens_journal(args)
 
     async def revoke() -> bool:
-        async with open_token_store(_journal_path(bridge, args)) as store:
+        async with open_token_store(location) as store:
             return await store.revoke(args.token_id)
 
     if not asyncio.run(revoke()):

@@ -23,13 +23,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from toolbridge._cli.target import CLIError, add_journal_option, journal_location
-from toolbridge._durable.otlp import export_run
-from toolbridge._durable.tracing import content_enabled
 from toolbridge._errors import ToolbridgeError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._journal.trace import TraceNode, build_tree, run_to_dict
 from toolbridge._records import RunSummary, StepRecord
+from toolbridge._telemetry.otlp import export_run
+from toolbridge._telemetry.tracing import content_enabled
 from toolbridge._ui.view import as_shown, entry_view, step_marker
 
 FOLLOW_EVERY = 0.5
@@ -307,9 +307,10 @@ _TONE_STYLE = {"error": "red", "change": "yellow", "wait": "blue", "plain": "dim
 
 
 def _entry_line(entry: dict[str, Any]) -> Text:
-    line = Text(
-        f"{_cut(entry['label'], REASON)}  {_duration(entry['duration'])}", style=_TONE_STYLE[entry["tone"]]
-    )
+    took = (
+        "" if entry["kind"] in ("state", "confirmation") else f"  {_duration(entry['duration'])}"
+    )  # (instants)
+    line = Text(f"{_cut(entry['label'], REASON)}{took}", style=_TONE_STYLE[entry["tone"]])
     if entry.get("output_error"):
         line.append(f"  output failed validation: {_cut(entry['output_error'], REASON)}", style="red")
     elif entry.get("error"):

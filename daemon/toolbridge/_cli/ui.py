@@ -1,7 +1,9 @@
 """``toolbridge ui --journal PATH [--port N]``: the local web view of a journal's runs.
 
 Serves on 127.0.0.1 only, until interrupted; the journal can be written by a running bridge
-meanwhile (the view follows it). Needs starlette and uvicorn (``toolbridge[ui]``, or the
+meanwhile (the view follows it). It prints a login URL carrying a one-time token, as Jupyter
+does: opening it logs one browser in, and nothing else can see a page or decide a request.
+Needs starlette and uvicorn (``toolbridge[ui]``, or the
 ``mcp`` extra, which brings them).
 """
 
@@ -66,7 +68,11 @@ def _ui(args: argparse.Namespace) -> int:
         await journal.open()
         try:
             async with serve_journal(journal, port=args.port, tls=tls) as url:
-                print(f"toolbridge: the runs of {args.journal} at {url}", file=sys.stderr)
+                print(
+                    f"toolbridge: the runs of {args.journal}: open {url} to log in "
+                    "(the link works once; keep it to yourself)",
+                    file=sys.stderr,
+                )
                 print(f"TOOLBRIDGE_UI_URL={url}", flush=True)
                 await stopped.wait()
         finally:

@@ -24,15 +24,16 @@ from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
 from toolbridge._commands.services import Services, command_environment
 from toolbridge._door.door import open_door
 from toolbridge._door.policy import Egress, EgressRule, as_egress
-from toolbridge._durable import tracing
 from toolbridge._durable.identity import env_identity, expect_kind, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
+from toolbridge._durations import Duration, optional_seconds
 from toolbridge._errors import RunWaiting, SandboxError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
+from toolbridge._telemetry import tracing
 from toolbridge._tools.convert import to_tools
 
 __all__ = ["CommandResult", "Commands", "execute_command"]
@@ -89,7 +90,7 @@ class Commands:
         *,
         tools: Mapping[str, object] | Sequence[object] | None = None,
         tool_options: ToolOptions | None = None,
-        timeout: float | None = None,
+        timeout: Duration | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         egress: Egress | Sequence[str | EgressRule] | None = None,
@@ -102,7 +103,8 @@ class Commands:
             tools: Name -> tool: a function, ``tool.step(...)``, ``tool.group(...)``; or a
                 list of named tools (``tool.step(name=...)``, ``toolbridge.ask_user()``).
             tool_options: Limits and retries for the calls (``ToolOptions()`` by default).
-            timeout: Seconds before the command's process tree is killed (5 minutes).
+            timeout: Seconds (or a duration string, ``"10m"``) before the command's
+                process tree is killed (5 minutes).
             env: Variables added to the command's scrubbed environment.
             cwd: Working directory (a relative one is taken from the host's current
                 directory); the host's current directory by default.
@@ -124,6 +126,7 @@ class Commands:
                 the command was stopped, and the run goes on there.
         """
         argv = _argv(command)
+        timeout = optional_seconds(timeout, option="timeout")
         tool_map = to_tools(tools or {})
         door_egress = as_egress(egress)
         options = tool_options or ToolOptions()

@@ -47,17 +47,17 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
-from toolbridge._durable import tracing
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import PAGE, RunState
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
+from toolbridge._telemetry import tracing
 
 __all__ = ["REPLAY_VARIABLE", "ClientReplay"]
 
 REPLAY_VARIABLE = "TOOLBRIDGE_REPLAY"
 FORMAT = 1
-_CALL_KEY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9_]*@[0-9a-f]+)(?:#(?P<occurrence>[0-9]+))?")
+_CALL_KEY = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9_-]*@[0-9a-f]+)(?:#(?P<occurrence>[0-9]+))?")
 _TAKEN = re.compile(r"(?P<entry>[0-9]+)\.(?P<occurrence>[0-9]+)")
 MEMORY_DIR = Path("/dev/shm")
 """Where the records go when it is there: taking a record creates a file, which costs about

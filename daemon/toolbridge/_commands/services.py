@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -16,6 +16,7 @@ from toolbridge._journal.base import Journal
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import SandboxRuntime
 from toolbridge._tokens import TokenRegistry
+from toolbridge._tools.functions import DurableFunction
 
 __all__ = ["CommandDoors", "Services", "command_environment"]
 
@@ -45,6 +46,7 @@ class Services:
     events: EventBus
     steps_factory: StepsFactory
     approvals: ApprovalHub
+    functions: Mapping[str, DurableFunction] = field(default_factory=dict)  # (live: read at call time)
     state_paths: tuple[Path, ...] = ()
     """The daemon's own files (journal, its -wal/-shm, secret key): never shown to a sandbox."""
 

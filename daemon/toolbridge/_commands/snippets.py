@@ -21,6 +21,7 @@ from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
+from toolbridge._durations import Duration, optional_seconds
 from toolbridge._errors import SandboxError, SnippetError
 from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
@@ -52,7 +53,7 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
-        timeout: float | None = None,
+        timeout: Duration | None = None,
         env: Mapping[str, str] | None = None,
         egress: Egress | Sequence[str | EgressRule] | None = None,
     ) -> Any:
@@ -91,7 +92,7 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None = None,
         output: Any = None,
         tool_options: ToolOptions | None = None,
-        timeout: float | None = None,
+        timeout: Duration | None = None,
         env: Mapping[str, str] | None = None,
         egress: Egress | Sequence[str | EgressRule] | None = None,
     ) -> Any:
@@ -127,12 +128,13 @@ class Sandbox:
         tools: Mapping[str, object] | Sequence[object] | None,
         output: Any,
         tool_options: ToolOptions | None,
-        timeout: float | None,
+        timeout: Duration | None,
         env: Mapping[str, str] | None,
         egress: Egress | Sequence[str | EgressRule] | None,
     ) -> Any:
         if not isinstance(code, str):
             raise TypeError("code must be a string")
+        timeout = optional_seconds(timeout, option="timeout")
         tool_map = to_tools(tools or {})
         output_schema = schema_from(output)
         options = tool_options or ToolOptions()

@@ -20,7 +20,9 @@ import base64
 import binascii
 import contextlib
 import hmac
+import ipaddress
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import h11
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from toolbridge._calls import approvals
 from toolbridge._calls.scope import CommandScope
@@ -36,6 +40,7 @@ from toolbridge._door.ca import CommandCA
 from toolbridge._door.policy import Egress, EgressRule
 from toolbridge._json import canonical, digest, dumps
 from toolbridge._records import StepRecord
+from toolbridge._telemetry import tracing
 from toolbridge._tools.tool import BoundCall, Tool
 
 __all__ = ["EgressDoor"]
@@ -56,6 +61,7 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
         b"host",
         b"content-length",
+        b"expect",  # answered here (100 Continue); the body goes upstream whole
     }
 )
 PLAIN_PORT = 80
@@ -137,6 +143,24 @@ async def _serve_tls(
     if transport is None:
         raise ConnectionResetError("the sandbox closed the connection during the TLS handshake")
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
+def _span(scope: CommandScope, method: str, target: _Target, path: str) -> trace.Span:
+    """A client span for one request, under the command's span (HTTP semantic conventions)."""
+    return trace.get_tracer(tracing.TRACER_NAME).start_span(
+        f"{method} {target.authority}",
+        context=scope.trace_context,
+        kind=SpanKind.CLIENT,
+        attributes={
+            "http.request.method": method,
+            "server.address": target.host,
+            "server.port": target.port,
+            "url.scheme": target.scheme,
+            "url.path": urlsplit(path).path,
+            tracing.RUN_ID: scope.run.run_id,
+            tracing.STEP_KIND: "egress",
+        },
+    )
 
 
 def _split_authority(authority: str) -> tuple[str, int] | None:
@@ -297,6 +321,8 @@ class EgressDoor:
         method = request.method.decode("ascii", "replace").upper()
         started = time.monotonic()
         body = bytearray()
+        if conn.they_are_waiting_for_100_continue:  # curl waits a second for it otherwise
+            writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
         while True:
             event = await _next_event(conn, reader)
             if isinstance(event, h11.Data):
@@ -308,6 +334,27 @@ class EgressDoor:
                 break
             else:
                 raise ConnectionResetError("the request ended early")
+        span = _span(self.scope, method, target, path)
+        try:
+            return await self._answer_request(
+                conn, writer, request, target, path, upstream, body, started, span
+            )
+        finally:
+            span.end()
+
+    async def _answer_request(
+        self,
+        conn: h11.Connection,
+        writer: asyncio.StreamWriter,
+        request: h11.Request,
+        target: _Target,
+        path: str,
+        upstream: _Upstream | None,
+        body: bytearray,
+        started: float,
+        span: trace.Span,
+    ) -> _Upstream | None:
+        method = request.method.decode("ascii", "replace").upper()
         rec: StepRecord | None = None
         try:
             used = self._check(method, target, path, request.headers, bytes(body))
@@ -318,12 +365,15 @@ class EgressDoor:
                 conn, writer, upstream, target, method, path, headers, bytes(body)
             )
         except _Refusal as refusal:
+            span.set_attribute("http.response.status_code", refusal.status)
+            span.set_status(Status(StatusCode.ERROR, str(refusal)))
             if refusal.recorded:
                 await self._record_refusal(method, target, path, refusal.status, str(refusal), rec=rec)
             await self._answer(conn, writer, refusal.status, str(refusal))
             return upstream
         except (OSError, TimeoutError, ssl.SSLError, h11.ProtocolError) as exc:
             message = f"toolbridge egress: {target.authority} could not be reached: {exc!r}"
+            span.set_status(Status(StatusCode.ERROR, message))
             if rec is not None:
                 rec.fail({"type": "EgressUpstreamError", "message": message, "status": 502})
                 await self.scope.run.journal.write(rec)
@@ -333,6 +383,9 @@ class EgressDoor:
                 await self._answer(conn, writer, 502, message)
             return None
         assert rec is not None
+        span.set_attribute("http.response.status_code", response)
+        span.set_attribute("toolbridge.egress.secrets", sorted(used))  # names, never values
+        span.set_attribute(tracing.STEP_KEY, rec.key)
         rec.complete(
             dumps(
                 {
@@ -473,8 +526,9 @@ class EgressDoor:
         if upstream is None:
             tls = self._upstream_tls if target.scheme == "https" else None
             async with asyncio.timeout(self.egress.timeout):
+                address = await self._address(target)
                 up_reader, up_writer = await asyncio.open_connection(
-                    target.host, target.port, ssl=tls, server_hostname=target.host if tls else None
+                    address, target.port, ssl=tls, server_hostname=target.host if tls else None
                 )
             upstream = _Upstream(target, up_reader, up_writer)
         up = upstream.conn
@@ -511,6 +565,29 @@ class EgressDoor:
             return upstream, response.status_code, sent
         upstream.close()  # the server closes after this answer: the next request connects anew
         return None, response.status_code, sent
+
+    async def _address(self, target: _Target) -> str:
+        """The address to connect to: resolved once, here, and checked (no second lookup for
+        the connection to be rebound to)."""
+        try:
+            literal = ipaddress.ip_address(target.host)
+        except ValueError:
+            literal = None
+        if literal is not None or target.host == "localhost":
+            return target.host  # written as an address: it means what it says
+        found = await asyncio.get_running_loop().getaddrinfo(
+            target.host, target.port, type=socket.SOCK_STREAM
+        )
+        addresses = [str(info[4][0]) for info in found]
+        if not self._rule(target).private:
+            inside = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_global]
+            if inside:
+                raise _Refusal(
+                    403,
+                    f"toolbridge egress: {target.host} resolves to {inside[0]}, a non-public address: "
+                    "refused (EgressRule(private=True) allows it)",
+                )
+        return addresses[0]
 
     # Answers and records ---------------------------------------------------------------
 

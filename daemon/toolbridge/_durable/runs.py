@@ -19,17 +19,17 @@ import contextlib
 import functools
 import hashlib
 import logging
-import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from toolbridge._durable import tracing
 from toolbridge._durable.runstate import RunState
+from toolbridge._durations import seconds
 from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
 from toolbridge._records import RunStatus
 from toolbridge._secrets import SecretBox, key_file_beside, state_dir
+from toolbridge._telemetry import tracing
 
 __all__ = ["Runs"]
 
@@ -38,11 +38,7 @@ log = logging.getLogger("toolbridge")
 
 
 def check_lease(lease: object) -> float:
-    if isinstance(lease, bool) or not isinstance(lease, int | float):
-        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
-    if not math.isfinite(lease) or lease <= 0:
-        raise ValueError(f"run_lease must be a positive number of seconds, not {lease!r}")
-    return float(lease)
+    return seconds(lease, option="run_lease")
 
 
 class Runs:

@@ -36,6 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from toolbridge._durable.keyfilter import KeyFilter
 from toolbridge._durable.lease import RunLease
+from toolbridge._durable.memory import RunMemory
 from toolbridge._durable.seqset import SeqSet
 from toolbridge._durable.startrecords import StartRecords
 from toolbridge._futures import fail_unawaited
@@ -121,6 +122,8 @@ class RunState(RunLease):
         self._looked_up = SeqSet()
         self._seq = itertools.count(1)
         self.reads = 0  # reads of the journal for records (for tests and benchmarks)
+        # The run's state (ctx.state, step.state): its changes ride on the steps' records.
+        self.memory = RunMemory()
 
     async def load(self, recorded: Sequence[StepRecord]) -> None:
         """Take in what the run recorded before it was entered.
@@ -212,7 +215,9 @@ class RunState(RunLease):
                     del self._askers[key]
         if rec.seq <= self._entered_seq:
             self._claimed.add(rec.seq)
-        if not rec.done:
+        if rec.done:
+            self.memory.replay(rec)  # answered from the journal: the state as it was then
+        else:
             self.hold(rec)
         if rec.stale:
             rec.stale = False
@@ -242,6 +247,8 @@ class RunState(RunLease):
         """Keep ``rec`` in memory until the work on its key ends (it runs, or runs again)."""
         self._done.pop(rec.key, None)
         self._live[rec.key] = rec
+        if rec.on_done is None:  # worked on from now: its outcome records the state's changes
+            rec.on_done = self.memory.recorder()
 
     def new_step(
         self, key: str, *, parent_key: str | None, kind: str, name: str, input_json: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbridge._durable.attempts import run_attempts
@@ -13,12 +13,16 @@ from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.identity import arguments_identity, expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import RunState
+from toolbridge._durations import Duration
+from toolbridge._durations import seconds as to_seconds
 from toolbridge._errors import StepError, ToolError
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
 from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._tools.context import resolve_function
 from toolbridge._tools.events import Event
+from toolbridge._tools.functions import FunctionRef
 from toolbridge._tools.tool import call_maybe_async
 
 if TYPE_CHECKING:
@@ -44,8 +48,17 @@ class Steps:
     same on a first run and on replay.
     """
 
-    def __init__(self, events: EventBus, run: RunState, parent_key: str | None, options: ToolOptions) -> None:
+    def __init__(
+        self,
+        events: EventBus,
+        run: RunState,
+        parent_key: str | None,
+        options: ToolOptions,
+        *,
+        functions: Mapping[str, Invocable] | None = None,
+    ) -> None:
         self._events = events
+        self._functions: Mapping[str, Invocable] = {} if functions is None else functions
         self._run = run
         self._parent_key = parent_key
         self._options = options
@@ -55,6 +68,15 @@ class Steps:
     def run_id(self) -> str:
         """The id of the durable run these steps belong to."""
         return self._run.run_id
+
+    def function(self, function_id: str) -> Invocable | None:
+        """The durable function declared with ``function_id`` on this bridge, if there is one."""
+        return self._functions.get(function_id)
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """The run's state, shared with its tools (``ctx.state``); see :mod:`_durable.memory`."""
+        return self._run.memory
 
     async def _claim(self, step_id: str) -> tuple[str, StepRecord | None]:
         """The key of this use of ``step_id``, noted as asked for, and its record if there is one."""
@@ -110,7 +132,7 @@ class Steps:
         return await self._run.single_flight(key, work, shield=False)
 
     def _nested(self, parent_key: str) -> Steps:
-        return Steps(self._events, self._run, parent_key, self._options)
+        return Steps(self._events, self._run, parent_key, self._options, functions=self._functions)
 
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once as a durable step and return its JSON value.
@@ -139,13 +161,13 @@ class Steps:
         }
         return await self._durable(step_id, "run", body, input_value=identity, identity=identity)
 
-    async def sleep(self, step_id: str, seconds: float) -> None:
+    async def sleep(self, step_id: str, seconds: Duration) -> None:
         """Pause durably: a replay after a crash sleeps only what is left.
 
-        Inside a tool, the sleep counts against the call's ``tool_timeout``.
+        ``seconds`` is a number or a duration string (``"250ms"``, ``"5m"``). Inside a tool,
+        the sleep counts against the call's ``tool_timeout``.
         """
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
+        seconds = to_seconds(seconds, option="seconds", allow_zero=True)
 
         async def body(rec: StepRecord) -> None:
             recorded = json.loads(rec.input_json or "{}")
@@ -180,7 +202,7 @@ class Steps:
         return ids
 
     async def wait_for_event(
-        self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
+        self, step_id: str, *, event: str, timeout: Duration, match: Callable[[Event], bool] | None = None
     ) -> Event | None:
         """Wait for an event sent after this step started; ``None`` when ``timeout`` passes.
 
@@ -192,9 +214,10 @@ class Steps:
         Args:
             step_id: The step's id.
             event: The event name to wait for.
-            timeout: Seconds to wait in all.
+            timeout: Seconds to wait in all (a number, or a duration string such as ``"1h"``).
             match: Accepts or rejects a candidate event (for example, by an order id).
         """
+        timeout = to_seconds(timeout, option="timeout", allow_zero=True)
 
         async def body(rec: StepRecord) -> dict[str, Any] | None:
             recorded = json.loads(rec.input_json or "{}")
@@ -228,15 +251,19 @@ class Steps:
         )
         return None if found is None else Event.from_dict(found)
 
-    async def invoke(self, step_id: str, *, function: Invocable, data: Any = None) -> Any:
+    async def invoke(self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None) -> Any:
         """Run a durable function as a nested step and return its result.
 
-        ``data`` is checked against the function's trigger schema. The function's own steps
-        are journaled under this one, so a retry or replay skips those that completed.
+        ``function`` is the function, or its id (``function_ref("refund")`` or ``"refund"``),
+        found when the step runs among the functions declared on this bridge. ``data`` is
+        checked against the function's trigger schema. The function's own steps are
+        journaled under this one, so a retry or replay skips those that completed.
 
         Raises:
             StepError: when the data is invalid or the function failed.
+            ToolError: ``FunctionNotFound`` when no function has that id here.
         """
+        function = resolve_function(function, self.function)
 
         async def body(rec: StepRecord) -> Any:
             try:
@@ -284,6 +311,10 @@ StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
 """Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""
 
 
-def nested_steps(events: EventBus) -> StepsFactory:
-    """The factory a command's scope uses to give tool groups their ``ctx.step``."""
-    return lambda run, parent_key, options: Steps(events, run, parent_key, options)
+def nested_steps(events: EventBus, functions: Mapping[str, Invocable] | None = None) -> StepsFactory:
+    """The factory a command's scope uses to give tool groups their ``ctx.step``.
+
+    ``functions``: the durable functions ``function_ref`` and ``step.invoke`` find by id (the
+    bridge's own mapping, so a function declared later is found at call time).
+    """
+    return lambda run, parent_key, options: Steps(events, run, parent_key, options, functions=functions)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from toolbridge._journal.approvals import ApprovalStore
 from toolbridge._journal.null import NullJournal
+from toolbridge._journal.runquery import RunQuery, ToolCall
 from toolbridge._journal.sqlite import SQLiteJournal
 from toolbridge._journal.sqljournal import Durability
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
@@ -108,6 +109,20 @@ class Journal(Protocol):
     async def list_runs(self, limit: int = 50) -> list[RunSummary]: ...
 
     async def get_run(self, run_id: str) -> RunSummary | None: ...
+
+    async def find_runs(self, query: RunQuery) -> list[RunSummary]:
+        """The runs ``query`` asks for, newest first (a keyset page: see ``runquery.py``)."""
+        ...
+
+    async def tool_calls(self, tool: str, *, limit: int) -> list[ToolCall]:
+        """The latest ``limit`` calls of ``tool``, newest first."""
+        ...
+
+    async def cancel_run(self, run_id: str, *, by: str, channel: str, reason: str | None) -> bool:
+        """End a running run as cancelled by ``by`` through ``channel``, taking its lease from
+        its holder (whose commands stop at its next renewal) and cancelling its pending
+        requests; False when the run is not running."""
+        ...
 
     async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
         """Runs still ``running`` whose holder left or let its lease run out (for recovery)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.approvals import MemoryApprovals
+from toolbridge._journal.runquery import RunQuery, ToolCall
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["NullJournal"]
@@ -75,6 +76,15 @@ class NullJournal:
 
     async def get_run(self, run_id: str) -> RunSummary | None:
         return None
+
+    async def find_runs(self, query: RunQuery) -> list[RunSummary]:
+        return []
+
+    async def tool_calls(self, tool: str, *, limit: int) -> list[ToolCall]:
+        return []
+
+    async def cancel_run(self, run_id: str, *, by: str, channel: str, reason: str | None) -> bool:
+        return False
 
     async def record_event(self, event: dict[str, Any]) -> None:
         return None

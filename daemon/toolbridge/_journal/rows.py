@@ -10,9 +10,12 @@ from toolbridge._records import RunSummary, SidecarToken, StepRecord
 
 RUN_STATUS_SQL = (
     "CASE WHEN r.status = 'running' AND EXISTS (SELECT 1 FROM approvals a "
-    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' ELSE r.status END"
+    "WHERE a.run_id = r.run_id AND a.state = 'pending') THEN 'waiting' "
+    "WHEN r.status = 'failed' AND EXISTS (SELECT 1 FROM run_cancellations c "
+    "WHERE c.run_id = r.run_id AND c.fence = r.fence) THEN 'cancelled' ELSE r.status END"
 )
-"""A run's status as listed: a run still open on a pending request is ``waiting``."""
+"""A run's status as listed: a run still open on a pending request is ``waiting``; one a
+person cancelled (and nobody entered again since) is ``cancelled`` (see ``runquery.py``)."""
 
 STEP_COLUMNS = (
     "run_id, step_key, parent_key, seq, kind, name, idempotency_key, status, input_json, "

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError
 from toolbridge._journal import rows as r
+from toolbridge._journal import runquery as rq
 from toolbridge._journal import statements as s
 from toolbridge._journal.approvals import DECISIONS, INSERT_REQUEST, SQLApprovals
 from toolbridge._journal.commit import GroupCommit, Pending
@@ -157,6 +158,19 @@ class SQLJournal(StepReads):
         found = await self._select(s.RUN_BY_ID, run_id)
         return r.run_from_row(found[0]) if found else None
 
+    async def find_runs(self, query: rq.RunQuery) -> list[RunSummary]:
+        like = "ILIKE" if self.dialect.name == "postgres" else "LIKE"
+        statement, params = rq.find_runs(query, like=like)
+        return [r.run_from_row(row) for row in await self._select(statement, *params, now=self._host_now())]
+
+    async def tool_calls(self, tool: str, *, limit: int) -> list[rq.ToolCall]:
+        return [rq.tool_call_from_row(row) for row in await self._select(rq.TOOL_CALLS, tool, limit)]
+
+    async def cancel_run(self, run_id: str, *, by: str, channel: str, reason: str | None) -> bool:
+        params = (run_id, by, channel, reason, self._host_now())
+        cancelled: bool = await self._queue(s.CANCEL, None, params)  # never merged with another
+        return cancelled
+
     async def orphaned_runs(self, limit: int = 100) -> list[RunSummary]:
         """Runs still ``running`` whose holder left or let its lease run out (by the lease clock)."""
         found = await self._select(s.RUNS_ORPHANED, limit, now=self._host_now())
@@ -267,6 +281,16 @@ class SQLJournal(StepReads):
         for pending in writes:
             pending.result = bool((yield self._query(statement, pending.params)))
 
+    def _cancel(self, writes: list[Pending]) -> Operation:
+        for pending in writes:
+            run_id, by, channel, reason, stamp = pending.params
+            error = rq.cancel_error(by, channel, reason)
+            taken = yield self._query(rq.CANCEL_RUN, (error, error, run_id), stamp)
+            if taken:
+                yield self._query(rq.RECORD_CANCEL, (run_id, taken[0][0], by, channel, reason), stamp)
+                yield self._query(rq.CANCEL_REQUESTS, (by, channel, reason, run_id), stamp)
+            pending.result = bool(taken)
+
     def _decide(self, writes: list[Pending]) -> Operation:
         for pending in writes:
             condition, params = pending.params
@@ -292,4 +316,5 @@ _OPERATIONS: dict[Write, Callable[[SQLJournal, list[Pending]], Operation]] = {
     s.CALL: lambda journal, writes: journal._returning(s.COUNT_CALL, writes),
     s.APPROVAL: _insert(INSERT_REQUEST),
     s.DECIDE: SQLJournal._decide,
+    s.CANCEL: SQLJournal._cancel,
 }

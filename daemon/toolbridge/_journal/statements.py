@@ -115,6 +115,7 @@ REVOKE = Write("revoke")
 CALL = Write("call")
 APPROVAL = Write("approval")
 DECIDE = Write("decide")
+CANCEL = Write("cancel")
 
 # -- runs and their leases -------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import urllib.parse
 from typing import Any
 
 import mcp_types as types
@@ -54,7 +55,9 @@ def how_to_decide(req: ApprovalRequest, bridge: Bridge) -> str:
     text = f"{req.summary} waits for a person: toolbridge approvals {verb} {req.id}{answer}{journal}"
     ui_url = os.environ.get(UI_URL_ENV)
     if ui_url:
-        text += f", or {ui_url.rstrip('/')}/runs/{req.run_id}"
+        # Never the login token: this text goes to the client (often a model), not a person.
+        base = urllib.parse.urlsplit(ui_url)._replace(query="", fragment="").geturl()
+        text += f", or {base.rstrip('/')}/runs/{req.run_id}"
     return text
 
 
@@ -84,8 +87,23 @@ def elicitation(req: ApprovalRequest, bridge: Bridge) -> types.ElicitRequest | N
             "properties": {"reason": {"type": "string", "title": "Reason (optional)"}},
         }
     return types.ElicitRequest(
-        params=types.ElicitRequestFormParams(message=how_to_decide(req, bridge), requested_schema=requested)
+        params=types.ElicitRequestFormParams(message=question(req, bridge), requested_schema=requested)
     )
+
+
+def question(req: ApprovalRequest, bridge: Bridge) -> str:
+    """What a person is asked: ``Approve refund(order_id="o1", amount=500)?``, then the CLI line
+    as a hint (for deciding elsewhere, or later)."""
+    summary = req.summary.rstrip()
+    if req.kind == "input":
+        asked = summary if summary.endswith("?") else f"{summary}?"
+        verb = "answer"
+    else:
+        asked = f"Approve {summary.rstrip('?')}?"
+        verb = "approve"
+    journal = f" --journal {bridge.journal_location}" if bridge.journal_location else ""
+    answer = " ANSWER" if req.kind == "input" else ""
+    return f"{asked}\n\n(Or from a terminal: toolbridge approvals {verb} {req.id}{answer}{journal})"
 
 
 async def apply_responses(bridge: Bridge, responses: dict[str, Any], *, run_id: str, tool: str) -> set[str]:
@@ -95,21 +113,22 @@ async def apply_responses(bridge: Bridge, responses: dict[str, Any], *, run_id: 
     request of this call (its run, its tool) is decided: a client cannot decide others' by
     sending answers it was never asked for.
     """
+    approvals = bridge.approvals.via("mcp")
     for request_id, response in responses.items():
         if not isinstance(response, types.ElicitResult):
             continue
         content = response.content or {}
         with contextlib.suppress(ApprovalError):  # decided elsewhere meanwhile, expired, unknown
-            req = await bridge.approvals.get(request_id)
+            req = await approvals.get(request_id)
             if req.run_id != run_id or req.tool != tool:
                 continue
             if response.action == "accept" and req.kind == "input":
-                await bridge.approvals.answer(request_id, content.get("answer"), by=DECIDER)
+                await approvals.answer(request_id, content.get("answer"), by=DECIDER)
             elif response.action == "accept":
                 reason = content.get("reason")
-                await bridge.approvals.approve(request_id, by=DECIDER, reason=str(reason) if reason else None)
+                await approvals.approve(request_id, by=DECIDER, reason=str(reason) if reason else None)
             elif response.action == "decline":
-                await bridge.approvals.reject(request_id, by=DECIDER, reason="declined in the MCP client")
+                await approvals.reject(request_id, by=DECIDER, reason="declined in the MCP client")
     return set(responses)
 
 

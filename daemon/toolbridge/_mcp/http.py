@@ -1,15 +1,20 @@
-"""The MCP face over Streamable HTTP: stateless, JSON responses, a bearer token off loopback.
+"""The MCP face over Streamable HTTP: stateless, JSON responses, a bearer token on every request.
 
 Each POST to ``/mcp`` is answered on its own (no session), with one JSON body, so progress
 notifications do not reach HTTP clients (they ride stdio, or SSE, which this face does not
-use). On a loopback address a token is optional; anywhere else every request must carry
-``Authorization: Bearer <token>``, a sidecar token (``toolbridge token mint``), checked
-against the journal on every request, so a revoked or expired one stops working at once.
+use). Every request must carry ``Authorization: Bearer <token>``, loopback included (any
+local process, a process-launcher sandbox among them, can reach loopback): either the
+server's own token, made at random when it starts and printed to whoever started it
+(``TOOLBRIDGE_MCP_TOKEN=``), which may call every tool and decide requests through
+elicitation; or a sidecar token (``toolbridge token mint``), checked against the journal on
+every request, so a revoked or expired one stops working at once. Only an explicit
+``--no-auth`` on a loopback address serves without one.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import secrets
 import socket
 from typing import Any
 
@@ -21,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolbridge import Bridge
 from toolbridge._mcp.server import GRANT_STATE_KEY
 
-__all__ = ["BearerTokens", "is_loopback", "mcp_http_app", "parse_host_port"]
+__all__ = ["BearerTokens", "bind", "is_loopback", "mcp_http_app", "new_token", "parse_host_port"]
 
 MCP_PATH = "/mcp"
 
@@ -46,36 +51,53 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-class BearerTokens:
-    """ASGI middleware: checks ``Authorization: Bearer`` against the bridge's sidecar tokens.
+def new_token() -> str:
+    """A server token: what ``toolbridge mcp --http`` prints for its clients."""
+    return f"tbm1.{secrets.token_urlsafe(32)}"
 
-    The grant of a valid token goes on the request's scope state, where the MCP handlers
-    read it (it limits the tools listed and callable, and the run a call may name).
+
+class BearerTokens:
+    """ASGI middleware: checks ``Authorization: Bearer`` against the server's own token and
+    the bridge's sidecar tokens.
+
+    The server's token grants everything (no grant on the scope). The grant of a valid
+    sidecar token goes on the request's scope state, where the MCP handlers read it (it
+    limits the tools listed and callable, and the run a call may name).
 
     Args:
         app: The MCP app.
-        bridge: The open bridge whose journal holds the tokens.
-        required: Refuse requests without a token (off loopback).
+        bridge: The open bridge whose journal holds the sidecar tokens.
+        token: The server's own token; ``None`` serves requests without a token too
+            (``--no-auth``, loopback only).
     """
 
-    def __init__(self, app: ASGIApp, bridge: Bridge, *, required: bool) -> None:
+    def __init__(self, app: ASGIApp, bridge: Bridge, *, token: str | None) -> None:
         self._app = app
         self._bridge = bridge
-        self._required = required
+        self._token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
         header = Headers(scope=scope).get("authorization")
-        if header is None and not self._required:
+        if header is None and self._token is None:
             await self._app(scope, receive, send)
             return
         scheme, _, token = (header or "").partition(" ")
-        grant = await self._bridge.check_token(token.strip()) if scheme.lower() == "bearer" else None
+        token = token.strip()
+        if (
+            scheme.lower() == "bearer"
+            and self._token is not None
+            and secrets.compare_digest(token.encode(), self._token.encode())
+        ):
+            await self._app(scope, receive, send)
+            return
+        grant = await self._bridge.check_token(token) if scheme.lower() == "bearer" else None
         if grant is None:
             reason = (
-                "this server needs Authorization: Bearer <token> (mint one with `toolbridge token mint`)"
+                "this server needs Authorization: Bearer <token>: the TOOLBRIDGE_MCP_TOKEN it "
+                "printed, or a sidecar token from `toolbridge token mint`"
                 if header is None
                 else "the token is unknown, expired or revoked"
             )
@@ -90,8 +112,9 @@ class BearerTokens:
         await self._app(scope, receive, send)
 
 
-def mcp_http_app(server: Server[Any], bridge: Bridge, *, host: str) -> ASGIApp:
-    """The ASGI app serving ``server`` at ``/mcp``, with tokens required off loopback."""
+def mcp_http_app(server: Server[Any], bridge: Bridge, *, host: str, token: str | None) -> ASGIApp:
+    """The ASGI app serving ``server`` at ``/mcp``; every request needs ``token`` (or a sidecar
+    token) unless ``token`` is ``None``."""
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -99,14 +122,17 @@ def mcp_http_app(server: Server[Any], bridge: Bridge, *, host: str) -> ASGIApp:
         # On loopback the SDK also checks Host and Origin against DNS rebinding.
         host=host if is_loopback(host) else "0.0.0.0",
     )
-    return BearerTokens(app, bridge, required=not is_loopback(host))
+    return BearerTokens(app, bridge, token=token)
 
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (port 0 picks a free one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP by name: asyncio sets TCP_NODELAY on accepted sockets only when the socket
+    # says it is TCP; without it every answer to a keep-alive client waits on Nagle (~40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
     try:
         sock.bind((host, port))
         # Listening before uvicorn starts: a client that connects at once waits in the backlog.

@@ -28,6 +28,7 @@ from mcp.server.lowlevel import Server
 
 from toolbridge import Bridge, DefinitionWarning, SidecarToken, ToolError, tool_definitions
 from toolbridge._mcp.approvals import apply_responses, elicitation_offered, watch_requests
+from toolbridge._tools.annotations import mcp_annotations
 
 __all__ = ["ERROR_META_KEY", "RUN_ID_META_KEY", "mcp_server"]
 
@@ -48,7 +49,7 @@ GrantOf = Callable[[ServerRequestContext[Any, Any]], SidecarToken | None]
 
 def _title(name: str) -> str:
     """``getCustomer`` -> ``Get customer``: the human-readable name MCP clients show."""
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_", " ", name).split()
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_-]", " ", name).split()
     text = " ".join(words).lower()
     return text[:1].upper() + text[1:]
 
@@ -62,11 +63,14 @@ def _mcp_tools(bridge: Bridge) -> dict[str, types.Tool]:
     for definition in definitions:
         name = definition["name"]
         declared = bridge.tools[name]
-        annotations = types.ToolAnnotations(
+        shown = mcp_annotations(
+            declared.annotations,
+            requires_confirmation=declared.requires_confirmation is not False,
             title=_title(name),
-            # An at-most-once tool is one that must not run twice: the only hint we know to be true.
-            idempotent_hint=False if declared.at_most_once else None,
         )
+        if declared.at_most_once:  # a tool that must not run twice is not idempotent, whatever it says
+            shown["idempotentHint"] = False
+        annotations = types.ToolAnnotations.model_validate(shown)
         listed[name] = types.Tool(
             name=name,
             title=_title(name),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import StepsFactory
+from toolbridge._durations import seconds
 from toolbridge._errors import ProtocolError, RunBusyError
 from toolbridge._journal.base import Journal, open_journal
 from toolbridge._json import canonical, dumps
@@ -54,7 +54,7 @@ def check_grant(run_id: object, tools: object, max_calls: object, ttl: object) -
         raise ValueError("a sidecar token must grant at least one tool, by name")
     if not isinstance(max_calls, int) or isinstance(max_calls, bool) or max_calls < 1:
         raise ValueError("max_calls must be a whole number of at least 1")
-    if not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 < ttl <= MAX_TTL:
+    if seconds(ttl, option="ttl") > MAX_TTL:
         raise ValueError(f"ttl must be a positive number of seconds, at most {MAX_TTL:.0f} (30 days)")
     return names
 
@@ -77,7 +77,7 @@ class TokenStore:
             max_calls=max_calls,
             calls=0,
             created_at=created,
-            expires_at=created + float(ttl),
+            expires_at=created + seconds(ttl, option="ttl"),
             token=token,
         )
         await self._journal.insert_token(minted, secret_hash)
@@ -198,6 +198,7 @@ class SidecarScopes:
             steps_factory=self._steps_factory,
             approvals=self._approvals,
             calls=grant.calls,
+            caller=f"sidecar token {grant.id}",
         )
         token_id = grant.id
         scope.count_call = lambda _scope: self.store.count_call(token_id)
@@ -247,15 +248,9 @@ class SidecarScopes:
 
 
 def ttl_seconds(text: str) -> float:
-    """``"90"``, ``"90s"``, ``"15m"``, ``"2h"`` or ``"7d"`` as seconds."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    text = text.strip().lower()
-    scale = units.get(text[-1:])
-    number = text[:-1] if scale is not None else text
+    """``"90"``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1h30m"`` or ``"7d"`` as seconds."""
     try:
-        value = float(number) * (scale or 1)
+        number: object = float(text)
     except ValueError:
-        raise ValueError(f"invalid duration {text!r}: use seconds or a number with s, m, h or d") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"invalid duration {text!r}: it must be positive")
-    return value
+        number = text
+    return seconds(number, option="--ttl")

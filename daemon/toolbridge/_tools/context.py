@@ -6,13 +6,17 @@ engine that implements it (``_durable.steps.Steps``), which sits a layer above.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from toolbridge._errors import ToolError
 from toolbridge._tools.events import Event, EventType
 
-__all__ = ["Invocable", "StepsAPI", "ToolContext"]
+if TYPE_CHECKING:
+    from toolbridge._tools.functions import FunctionRef
+
+__all__ = ["Invocable", "Network", "StepsAPI", "ToolContext", "resolve_function"]
 
 
 class Invocable(Protocol):
@@ -38,6 +42,9 @@ class StepsAPI(Protocol):
     @property
     def run_id(self) -> str: ...
 
+    @property
+    def state(self) -> MutableMapping[str, Any]: ...
+
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
     async def sleep(self, step_id: str, seconds: float) -> None: ...
@@ -50,7 +57,18 @@ class StepsAPI(Protocol):
         self, step_id: str, *, event: str, timeout: float, match: Callable[[Event], bool] | None = None
     ) -> Event | None: ...
 
-    async def invoke(self, step_id: str, *, function: Invocable, data: Any = None) -> Any: ...
+    async def invoke(
+        self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None
+    ) -> Any: ...
+
+    def function(self, function_id: str) -> Invocable | None: ...
+
+
+@dataclass(frozen=True)
+class Network:
+    """``ctx.network`` for code written against AgentKit: ``ctx.network.state`` is ``ctx.state``."""
+
+    state: MutableMapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,9 @@ class ToolContext:
         attempt: 1 for the first attempt, 2 for the first retry, and so on.
         tool_name: The name the sandbox called the tool by.
         step: Durable steps nested under this call (``ctx.step.run``, ``ctx.step.sleep``, ...).
+        state: The run's state, a mapping shared by every tool of the run (and the host's
+            ``step.state``). Values must be JSON data. A change is journaled with the step
+            that made it and restored on replay (see :mod:`toolbridge._durable.memory`).
     """
 
     run_id: str
@@ -73,3 +94,35 @@ class ToolContext:
     attempt: int
     tool_name: str
     step: StepsAPI
+    state: MutableMapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def network(self) -> Network:
+        """AgentKit's spelling of the run's state: ``ctx.network.state``."""
+        return Network(self.state)
+
+    @property
+    def agent(self) -> None:
+        """AgentKit passes the calling agent; a sandbox's call has none."""
+        return None
+
+
+def resolve_function(
+    function: Invocable | FunctionRef | str, lookup: Callable[[str], Invocable | None]
+) -> Invocable:
+    """The function itself, or the one a reference (``function_ref``) or an id names.
+
+    Raises:
+        ToolError: ``FunctionNotFound`` when none has that id.
+    """
+    if not isinstance(function, str) and getattr(function, "call", None) is not None:
+        return cast("Invocable", function)  # (a reference has only an id)
+    function_id = function if isinstance(function, str) else function.id
+    found = lookup(function_id)
+    if found is None:
+        raise ToolError(
+            f"no durable function {function_id!r} is declared on the daemon serving this call; "
+            f"declare it there with @bridge.function(id={function_id!r}, ...)",
+            type="FunctionNotFound",
+        )
+    return found

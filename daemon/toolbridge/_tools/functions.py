@@ -8,17 +8,20 @@ against the trigger's schema, and the caller gets the function's result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolbridge._errors import ToolError
 from toolbridge._records import now
+from toolbridge._schema.schema import SchemaValidationError
 from toolbridge._schema.signature import describe
-from toolbridge._tools.context import StepsAPI, ToolContext
+from toolbridge._tools.context import StepsAPI, ToolContext, resolve_function
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.tool import Tool, call_maybe_async
 
-__all__ = ["DurableFunction", "FunctionContext"]
+__all__ = ["DurableFunction", "FunctionContext", "FunctionRef", "function_ref"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class FunctionContext:
     event: Event
     step: StepsAPI
     run_id: str
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """The run's state, shared with its tools and host (see ``ToolContext.state``)."""
+        return self.step.state
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,84 @@ class DurableFunction:
         )
 
 
+@dataclass(frozen=True)
+class FunctionRef:
+    """A durable function named by its id, found when it is called: see :func:`function_ref`."""
+
+    id: str
+    description: str = ""
+
+    def __toolbridge_tool__(self) -> Tool:
+        """The reference as a tool: the sandbox's named arguments become the event data."""
+
+        async def run_referenced(args: Any, ctx: ToolContext) -> Any:
+            function = resolve_function(self, ctx.step.function)
+            schema = function.trigger.schema if function.trigger is not None else None
+            if schema is not None:
+                try:
+                    data = schema.to_jsonable(schema.validate_python(args, strict=False))
+                except SchemaValidationError as exc:
+                    raise ToolError(
+                        f"invalid arguments for {self.id!r}: {exc}", type="ValidationError"
+                    ) from None
+            else:
+                data = args
+            return await function.call(
+                function.event(dict(data), f"inv_{ctx.idempotency_key}"), ctx.step, ctx.run_id
+            )
+
+        return Tool(
+            kind="group",
+            handler=run_referenced,
+            description=self.description or f"Run the durable function {self.id!r}",
+            input_schema=None,  # the function's trigger schema checks the call, when it is found
+            strict=False,
+        )
+
+
+def function_ref(id: str, *, description: str = "") -> FunctionRef:
+    """A tool (and a ``step.invoke`` target) that names a durable function by id.
+
+    Inngest's ``referenceFunction()``: the function may be declared in another module, or
+    after the tools are given. Each call finds it by id among the functions declared on the
+    bridge that serves the call (``@bridge.function(id=...)``), checks the arguments against
+    its trigger schema, and runs it as the call's step, like a function given itself.
+
+    Args:
+        id: The durable function's id.
+        description: What the model is told the tool does.
+
+    Raises:
+        ValueError: for an empty id.
+
+    A call fails with ``ToolError`` ``FunctionNotFound`` when no function has that id there,
+    and ``ValidationError`` for arguments its trigger schema refuses.
+    """
+    if not isinstance(id, str) or not id:
+        raise ValueError("function_ref needs the id of a durable function")
+    return FunctionRef(id=id, description=description)
+
+
+def _check_handler(handler: Callable[..., Any], function_id: str) -> None:
+    """Refuse, when it is declared, a handler that cannot take the one ``ctx`` it is given
+    (else every call would fail as an ``InternalError``, retried to no avail).
+
+    Raises:
+        TypeError: naming the handler's signature and the one expected.
+    """
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return  # (a builtin: nothing to check)
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise TypeError(
+            f"the handler of durable function {function_id!r} takes {signature}; it must take "
+            "one argument, the FunctionContext: def handler(ctx): ... (ctx.event, ctx.step)"
+        ) from None
+
+
 def make_function(
     handler: Callable[[FunctionContext], Any], *, id: str, trigger: EventType | None, description: str | None
 ) -> DurableFunction:
@@ -87,6 +173,7 @@ def make_function(
         raise ValueError("a durable function needs a non-empty id")
     if not callable(handler):
         raise TypeError(f"a durable function's handler must be a function, got {handler!r}")
+    _check_handler(handler, id)
     if trigger is not None and not isinstance(trigger, EventType):
         raise TypeError("trigger= takes event_type(name, schema=...)")
     return DurableFunction(

@@ -15,16 +15,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from toolbridge._json import canonical
 from toolbridge._schema.nulls import NullOmission
 from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._schema.signature import FunctionSignature, describe
+from toolbridge._tools.annotations import check_annotations
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, is_async_callable, takes_context
+from toolbridge._tools.lifecycle import ErrorHook, Hooks, lifecycle_hooks
 
 if TYPE_CHECKING:
     from toolbridge._tools.shim import ShimCall, ShimSpec
@@ -39,7 +41,7 @@ __all__ = [
     "tool",
 ]
 
-TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 ToolKind = Literal["function", "step", "group"]
 Confirmation = Callable[[Any, ToolContext], Any]
@@ -55,7 +57,7 @@ def check_tool_name(name: object) -> str:
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise ValueError(
             f"invalid tool name {name!r}: a tool name starts with a letter, followed by "
-            "letters, digits or '_', at most 64 characters in all"
+            "letters, digits, '_' or '-', at most 64 characters in all"
         )
     return name
 
@@ -100,6 +102,8 @@ class Tool:
     requires_confirmation: bool | Confirmation = False
     name: str | None = None
     human: HumanPrompt | None = None
+    on_error: ErrorHook | None = None
+    annotations: Mapping[str, Any] | None = None
     signature: FunctionSignature | None = field(default=None, repr=False)
     handler_takes_context: bool = True
     shim: ShimSpec | None = None  # a program on the command's PATH (``tool.shim``)
@@ -177,7 +181,41 @@ class Tool:
         omission = NullOmission(schema.json_schema)
         return omission if omission.needed else None
 
-    def invoke(self, call: BoundCall, context: ToolContext | None) -> Awaitable[Any]:
+    @overload
+    async def invoke(self, input: Any = None, ctx: ToolContext | None = None) -> Any: ...
+
+    @overload
+    async def invoke(self, input: ToolContext, ctx: Any) -> Any: ...  # AGNT5's order
+
+    async def invoke(self, input: Any = None, ctx: Any = None) -> Any:
+        """Run the tool here and now, outside any bridge: validation, hooks and all.
+
+        For tests and for code that wants a tool's answer directly. Nothing is journaled
+        and nothing is retried: ``toolbridge call`` and ``bridge.call_tool`` are the durable
+        paths. AGNT5's order, ``invoke(ctx, input)``, is accepted too.
+
+        Args:
+            input: The arguments as the model or the sandbox would send them: a dict of
+                named arguments (a list of positional ones for a plain function).
+            ctx: The :class:`ToolContext` the handler gets; by default a test context
+                (``toolbridge.testing.tool_context()``), whose ``ctx.step`` runs steps
+                inline and whose ``ctx.state`` starts empty.
+
+        Returns:
+            The result as JSON data, validated against ``output``.
+
+        Raises:
+            ToolError: ``ValidationError`` for arguments that do not validate, the error
+                a hook or the handler raised (another exception becomes ``InternalError``,
+                chained), ``ApprovalRequired`` for a tool that needs a person's approval.
+        """
+        from toolbridge._tools.direct import invoke_directly  # (it needs this module)
+
+        if isinstance(input, ToolContext) and not isinstance(ctx, ToolContext):
+            input, ctx = ctx, input
+        return await invoke_directly(self, input, ctx)
+
+    def run_handler(self, call: BoundCall, context: ToolContext | None) -> Awaitable[Any]:
         """One run of the handler, to await. Sync handlers run in a worker thread.
 
         An async handler's own coroutine, with nothing around it (awaiting it is the call).
@@ -225,6 +263,9 @@ class _ToolFactory:
         on_finish: Hook | None = None,
         requires_confirmation: bool | Confirmation = False,
         name: str | None = None,
+        on_error: ErrorHook | None = None,
+        lifecycle: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Declare a tool whose named arguments are validated before it runs.
 
@@ -260,6 +301,19 @@ class _ToolFactory:
                 A rejected call fails with ``ApprovalRejected``, an expired one with
                 ``ApprovalExpired``; neither is retried.
             name: The tool's own name, so that ``tools=`` may be a list of named tools.
+            on_error: ``on_error(error)``, sync or async, sees the ``ToolError`` of a call
+                that failed after it started (the handler, ``on_finish`` or the output
+                check): for cleanup, or to rewrite the error by returning (or raising)
+                another ``ToolError``; ``None`` keeps it. Journaled with the call's step.
+            lifecycle: AgentKit's shape of the same hooks: ``{"on_start": f, "on_finish":
+                g, "on_error": h}`` (``onStart`` ... accepted too), where ``f({"parameters":
+                input})`` returns the parameters, ``g({"result": result})`` the result and
+                ``h({"error": error})`` a replacement error (``None`` keeps the value).
+                A hook is given either here or as a keyword, not both.
+            annotations: MCP tool annotations (``readOnlyHint``, ``destructiveHint``,
+                ``idempotentHint``, ``openWorldHint``, ``title``), shown to MCP clients.
+                A tool that requires confirmation is marked ``destructiveHint`` unless it
+                says otherwise.
 
         Raises:
             TypeError: when ``run``, ``input``, ``output`` or ``requires_confirmation``
@@ -276,9 +330,9 @@ class _ToolFactory:
             strict,
             at_most_once,
             attempts,
-            on_start,
-            on_finish,
             requires_confirmation,
+            lifecycle_hooks(lifecycle, on_start=on_start, on_finish=on_finish, on_error=on_error),
+            annotations,
         )
 
     def group(
@@ -294,6 +348,9 @@ class _ToolFactory:
         on_finish: Hook | None = None,
         requires_confirmation: bool | Confirmation = False,
         name: str | None = None,
+        on_error: ErrorHook | None = None,
+        lifecycle: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Declare a tool whose body runs durable steps through ``ctx.step``.
 
@@ -312,9 +369,9 @@ class _ToolFactory:
             strict,
             False,
             attempts,
-            on_start,
-            on_finish,
             requires_confirmation,
+            lifecycle_hooks(lifecycle, on_start=on_start, on_finish=on_finish, on_error=on_error),
+            annotations,
         )
 
     def shim(
@@ -378,9 +435,9 @@ class _ToolFactory:
             True,
             attempts == 1,
             attempts,
-            None,
-            None,
             requires_confirmation,
+            Hooks(on_start=None, on_finish=None, on_error=None),
+            None,
         )
         return dataclasses.replace(declared, shim=ShimSpec(name, names), timeout=timeout)
 
@@ -395,9 +452,9 @@ class _ToolFactory:
         strict: bool,
         at_most_once: bool,
         attempts: int | None,
-        on_start: Hook | None,
-        on_finish: Hook | None,
         requires_confirmation: bool | Confirmation,
+        hooks: Hooks,
+        annotations: Mapping[str, Any] | None,
     ) -> Tool:
         if name is not None:
             check_tool_name(name)
@@ -409,9 +466,6 @@ class _ToolFactory:
             raise TypeError(f"run= must be a function, got {run!r}")
         if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
             raise ValueError("attempts= must be a whole number of at least 1")
-        for hook_name, hook in (("on_start", on_start), ("on_finish", on_finish)):
-            if hook is not None and not callable(hook):
-                raise TypeError(f"{hook_name}= must be a function, got {hook!r}")
         return Tool(
             kind=kind,
             handler=run,
@@ -421,11 +475,13 @@ class _ToolFactory:
             strict=strict,
             at_most_once=at_most_once,
             attempts=attempts,
-            on_start=on_start,
-            on_finish=on_finish,
+            on_start=hooks.on_start,
+            on_finish=hooks.on_finish,
+            on_error=hooks.on_error,
             requires_confirmation=requires_confirmation,
             name=name,
             handler_takes_context=takes_context(run),
+            annotations=check_annotations(annotations),
         )
 
 

@@ -6,9 +6,10 @@ Content-Security-Policy (no inline script, ``default-src 'self'``): nothing is f
 anywhere else. Only loopback Host headers are answered, so a web page elsewhere cannot reach
 the view through DNS rebinding.
 
-Pending requests are decided with ``POST /api/approvals/{id}`` (``decide.py``: a per-server
-token embedded in the pages, an Origin check and a JSON body), through ``Approvals`` as channel
-``web``, so the view's journal is opened for writing too.
+Nothing but the static files is served without the session the login URL opens
+(``login.py``). Pending requests are decided with ``POST /api/approvals/{id}`` (``decide.py``:
+that session, its form token embedded in the pages, an ``Origin`` check and a JSON body),
+through ``Approvals`` as channel ``web``, so the view's journal is opened for writing too.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolbridge._calls.decisions import Approvals
 from toolbridge._calls.hub import ApprovalHub
+from toolbridge._records import now
 from toolbridge._ui.decide import Decisions
+from toolbridge._ui.finding import Finding, with_token
 from toolbridge._ui.journal import Journal
-from toolbridge._ui.view import run_summary_view, run_view
+from toolbridge._ui.login import SESSION_STATE_KEY, Login, RequireLogin
+from toolbridge._ui.view import run_view
 
 __all__ = ["CONTENT_SECURITY_POLICY", "ui_app"]
 
@@ -46,7 +50,7 @@ _HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
-MAX_RUNS = 200
+PAGES = ("runs.html", "run.html", "tool.html")
 
 
 class SecurityHeaders:
@@ -68,30 +72,27 @@ class SecurityHeaders:
         await self._app(scope, receive, send_with_headers)
 
 
-def _page(name: str, token: str) -> str:
-    # The token goes in a <meta> tag (no inline script): app.js reads it and sends it back.
-    return (STATIC / name).read_text().replace("{{token}}", token)
+def ui_app(journal: Journal, login: Login, *, approvals: Approvals | None = None) -> Starlette:
+    """The web view of ``journal`` (already open; the caller closes it), entered through
+    ``login``; decisions go through ``approvals`` (by default an ``Approvals`` over
+    ``journal``, channel ``web``)."""
+    decisions = Decisions(approvals or Approvals(ApprovalHub(journal), channel="web"), login)
+    finding = Finding(journal, login)
+    pages = {name: (STATIC / name).read_text() for name in PAGES}
 
-
-def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette:
-    """The web view of ``journal`` (already open; the caller closes it); decisions go through
-    ``approvals`` (by default an ``Approvals`` over ``journal``, channel ``web``)."""
-    decisions = Decisions(approvals or Approvals(ApprovalHub(journal), channel="web"))
-    pages = {name: _page(name, decisions.token) for name in ("runs.html", "run.html")}
+    def page(name: str, request: Request) -> Response:
+        # The session's form token goes in a <meta> tag (no inline script): app.js sends it back.
+        token = login.form_token(request.scope["state"][SESSION_STATE_KEY])
+        return HTMLResponse(pages[name].replace("{{token}}", token))
 
     async def runs_page(request: Request) -> Response:
-        return HTMLResponse(pages["runs.html"])
+        return page("runs.html", request)
 
     async def run_page(request: Request) -> Response:
-        return HTMLResponse(pages["run.html"])
+        return page("run.html", request)
 
-    async def runs_json(request: Request) -> Response:
-        try:
-            limit = min(max(int(request.query_params.get("limit", "50")), 1), MAX_RUNS)
-        except ValueError:
-            return JSONResponse({"error": "limit must be a whole number"}, status_code=400)
-        runs = await journal.list_runs(limit)
-        return JSONResponse([run_summary_view(run) for run in runs])
+    async def tool_page(request: Request) -> Response:
+        return page("tool.html", request)
 
     async def run_json(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -99,13 +100,17 @@ def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette
         if run is None:
             return JSONResponse({"error": f"no run {run_id!r} in this journal"}, status_code=404)
         steps = await journal.load_steps(run_id)
-        return JSONResponse(run_view(run, steps, await journal.approvals.list(run_id=run_id)))
+        view = run_view(run, steps, await journal.approvals.list(run_id=run_id))
+        return JSONResponse(with_token(view, await journal.list_tokens(), now()))
 
     routes: list[Any] = [
         Route("/", runs_page),
         Route("/runs/{run_id:path}", run_page),
-        Route("/api/runs", runs_json),
+        Route("/tools/{name}", tool_page),
+        Route("/api/runs", finding.runs),
+        Route("/api/runs/{run_id:path}/cancel", finding.cancel, methods=["POST"]),
         Route("/api/runs/{run_id:path}", run_json),
+        Route("/api/tools/{name}", finding.tool),
         Route("/api/approvals", decisions.pending),
         Route("/api/approvals/{request_id}", decisions.post, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -115,5 +120,6 @@ def ui_app(journal: Journal, *, approvals: Approvals | None = None) -> Starlette
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS),
+            Middleware(RequireLogin, login=login),
         ],
     )

@@ -1,11 +1,13 @@
 """Deciding requests from the web view: ``POST /api/approvals/{id}``, through ``Approvals``.
 
-A decision is a write a page elsewhere must not be able to make on a person's behalf, so
-every ``POST`` must carry the server's random token (embedded in the pages it serves, so a
-page of another origin cannot read it) in the ``X-Toolbridge-Token`` header, come from this
-origin (``Origin`` matches ``Host`` when the browser sends it) and have a JSON body (which a
-cross-origin form cannot send without a preflight). Only the same ``Approvals`` API the CLI
-uses decides, over the same journal, as channel ``web``; the approver's name is required.
+A decision is a write nobody but the person who logged in may make, so every ``POST`` must
+come with the session the login opened (``login.py``: the cookie, checked before this runs),
+carry that session's form token (embedded in the pages served to it) in the
+``X-Toolbridge-Token`` header, name this server in its ``Origin`` header (a browser always
+sends one on a ``POST``; a request without one is not from a page of ours) and have a JSON
+body (which a cross-origin form cannot send without a preflight). Only the same ``Approvals``
+API the CLI uses decides, over the same journal, as channel ``web``; the approver's name is
+required.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from starlette.responses import JSONResponse, Response
 from toolbridge._calls.decisions import Approvals
 from toolbridge._errors import ApprovalError
 from toolbridge._journal.approvals import ApprovalRequest
+from toolbridge._ui.login import SESSION_STATE_KEY, Login
 
-__all__ = ["TOKEN_HEADER", "Decisions", "pending_view"]
+__all__ = ["TOKEN_HEADER", "Decisions", "forged", "pending_view"]
 
 TOKEN_HEADER = "x-toolbridge-token"
 MAX_BODY = 64 * 1024
@@ -49,29 +52,36 @@ def _refuse(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
 
 
+def forged(request: Request, login: Login) -> str | None:
+    """Why ``request`` cannot be an action taken on one of our pages by the person logged in
+    (``None``: it can)."""
+    session = request.scope.get("state", {}).get(SESSION_STATE_KEY)
+    if not isinstance(session, str):
+        return "log in first: open the URL with ?token= that `toolbridge ui` printed"
+    sent = request.headers.get(TOKEN_HEADER, "")
+    if not secrets.compare_digest(sent.encode(), login.form_token(session).encode()):
+        return "missing or wrong token: act from the page this server served"
+    origin = request.headers.get("origin")
+    if origin is None:
+        return "no Origin header: an action must come from this server's page in a browser"
+    if origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        return f"an action from another origin ({origin}) is refused"
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return "an action must be a JSON body (content-type: application/json)"
+    return None
+
+
 class Decisions:
-    """The token of one server, the check of a ``POST``, and the decision it asks for."""
+    """The check of a ``POST`` and the decision it asks for."""
 
-    def __init__(self, approvals: Approvals) -> None:
+    def __init__(self, approvals: Approvals, login: Login) -> None:
         self.approvals = approvals
-        self.token = secrets.token_urlsafe(32)
-
-    def _forged(self, request: Request) -> str | None:
-        """Why ``request`` cannot be a decision made on one of our pages (``None``: it can)."""
-        sent = request.headers.get(TOKEN_HEADER, "")
-        if not secrets.compare_digest(sent.encode(), self.token.encode()):
-            return "missing or wrong token: decide from the page this server served"
-        origin = request.headers.get("origin")
-        if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
-            return f"a decision from another origin ({origin}) is refused"
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return "a decision must be a JSON body (content-type: application/json)"
-        return None
+        self._login = login
 
     async def post(self, request: Request) -> Response:
-        forged = self._forged(request)
-        if forged is not None:
-            return _refuse(403, forged)
+        why = forged(request, self._login)
+        if why is not None:
+            return _refuse(403, why)
         raw = await request.body()
         if len(raw) > MAX_BODY:
             return _refuse(413, f"a decision is at most {MAX_BODY} bytes")

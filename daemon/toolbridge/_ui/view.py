@@ -3,7 +3,8 @@
 A step's ``attempt_log`` mixes three kinds of entries, told apart here once: attempts
 (``{"attempt": n, ...}``, with an ``output_error`` when the result failed its output schema),
 lifecycle hooks (``{"hook": "on_start", ...}``) and the windows of a wait
-(``{"window": n, ...}``, one per ``wait_window`` that passed without the event).
+(``{"window": n, ...}``, one per ``wait_window`` that passed without the event); and the
+changes the step made to the run's state (``{"state": {key: {"value": ...}}}``).
 """
 
 from __future__ import annotations
@@ -73,7 +74,18 @@ def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
             label, tone = f"{hook}: kept it as it was", "plain"
         return {**view, "kind": "hook", "label": label, "tone": tone}
     if "approval" in entry:  # the request itself is shown under the call
-        return {**view, "kind": "approval", "label": "waited for a person's decision", "tone": "wait"}
+        if view["started_at"] is None:  # recorded before waits had times: one instant
+            view.update(started_at=entry.get("at"), finished_at=entry.get("at"), duration=None)
+        label = "waits for a person's decision" if entry.get("waiting") else "waited for a person's decision"
+        if entry.get("state") and not entry.get("waiting"):
+            label += f": {entry['state']}"
+        return {**view, "kind": "approval", "label": label, "tone": "wait"}
+    if "state" in entry and isinstance(entry["state"], dict):
+        shown = ", ".join(
+            f"{key} deleted" if change.get("deleted") else f"{key}={json.dumps(change.get('value'))}"
+            for key, change in entry["state"].items()
+        )
+        return {**view, "kind": "state", "label": f"state: {shown}", "tone": "change"}
     if "confirmation" in entry:  # the verdict of a requires_confirmation callable
         verdict = "a person decides" if entry.get("required") else "not needed"
         failed = f" (it raised {entry['error']})" if entry.get("error") else ""
@@ -115,22 +127,24 @@ def _reason(output_error: dict[str, Any]) -> str:
     return str(output_error.get("exception", "")).partition(": ")[2]
 
 
-def step_marker(step: StepRecord, *, run_finished: bool) -> str:
+def step_marker(step: StepRecord, *, run_finished: bool, cancelled: bool = False) -> str:
     """A word for what the step is doing now, beyond its status ("" when nothing to add)."""
     if step.stale:
         return "not asked for again"
     if step.status != "running":
         return ""
+    if cancelled:
+        return "cancelled"  # stopped by a person's cancel: its daemon could no longer record it
     if run_finished:
         return "interrupted"  # left running by a run that ended or crashed: a replay runs it again
     return {"wait_for_event": "waiting", "sleep": "sleeping"}.get(step.kind, "running")
 
 
-def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
+def _node_view(node: TraceNode, *, run_finished: bool, cancelled: bool = False) -> dict[str, Any]:
     data = node.to_dict()
     data.pop("children")
     data["entries"] = [entry_view(entry) for entry in node.step.attempt_log]
-    data["marker"] = step_marker(node.step, run_finished=run_finished)
+    data["marker"] = step_marker(node.step, run_finished=run_finished, cancelled=cancelled)
     data["error_text"] = error_text(node.step.error)
     # What the page needs to decide a pending request, beside what the trace shows of it.
     data["approvals"] = [
@@ -143,7 +157,9 @@ def _node_view(node: TraceNode, *, run_finished: bool) -> dict[str, Any]:
         }
         for req in node.approvals
     ]
-    data["children"] = [_node_view(child, run_finished=run_finished) for child in node.children]
+    data["children"] = [
+        _node_view(child, run_finished=run_finished, cancelled=cancelled) for child in node.children
+    ]
     return data
 
 
@@ -162,5 +178,8 @@ def run_view(
     finished = run.status not in ("running", "waiting")
     return {
         **run_summary_view(run),
-        "tree": [_node_view(node, run_finished=finished) for node in build_tree(steps, requests)],
+        "tree": [
+            _node_view(node, run_finished=finished, cancelled=run.status == "cancelled")
+            for node in build_tree(steps, requests)
+        ],
     }

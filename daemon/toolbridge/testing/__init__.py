@@ -1,6 +1,7 @@
 """Fakes for testing tools and durable code fast: no sandbox process, no gRPC.
 
-Two fakes, each standing in for one real part and nothing else:
+Two fakes, each standing in for one real part and nothing else (and a context for a tool
+run on its own: ``await some_tool.invoke(input, tool_context(state=...))``):
 
 - :class:`ToolHarness` calls a tool the way a sandbox does: the arguments as the exact JSON
   bytes the ``inngest_tools`` client sends, through the daemon's real call path (validation,
@@ -24,8 +25,17 @@ Example::
             assert again.replayed and again.result == call.result
 """
 
+from toolbridge._tools.direct import LocalSteps, tool_context
 from toolbridge.testing._call import SandboxCall, encode_call
 from toolbridge.testing._harness import ToolHarness
 from toolbridge.testing._launcher import FakeLauncher, FakeSandbox
 
-__all__ = ["FakeLauncher", "FakeSandbox", "SandboxCall", "ToolHarness", "encode_call"]
+__all__ = [
+    "FakeLauncher",
+    "FakeSandbox",
+    "LocalSteps",
+    "SandboxCall",
+    "ToolHarness",
+    "encode_call",
+    "tool_context",
+]

@@ -20,6 +20,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
 from toolbridge._journal import approvals
+from toolbridge._journal.runquery import RUN_SEARCH_MIGRATION
 from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 
 __all__ = ["MIGRATIONS", "migrate"]
@@ -90,6 +91,9 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     APPROVALS_MIGRATION,
     # 3: a long run is read a page at a time (see stepreads.py).
     STEP_PAGES_MIGRATION,
+    # 4: finding runs among many (keyset pages, a tool's calls) and who cancelled a run
+    # (see runquery.py).
+    RUN_SEARCH_MIGRATION,
 )
 
 

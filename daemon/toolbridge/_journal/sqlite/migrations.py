@@ -20,6 +20,7 @@ import aiosqlite
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.approvals import APPROVALS_MIGRATION
+from toolbridge._journal.runquery import RUN_SEARCH_MIGRATION
 from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 from toolbridge._records import now
 
@@ -142,6 +143,9 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     # order (with their keys, so that paging through keys reads the index alone), and a
     # parent's children in order.
     STEP_PAGES_MIGRATION,
+    # 8: finding runs among many (keyset pages, a tool's calls) and who cancelled a run
+    # (see runquery.py).
+    RUN_SEARCH_MIGRATION,
 )
 
 LEGACY_VERSIONS = 3

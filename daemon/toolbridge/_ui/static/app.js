@@ -105,8 +105,8 @@ function requestCard(req) {
     "div",
     { class: `request pending ${req.kind}`, "data-request": req.id },
     el("div", { class: "asks" }, el("span", { class: "request-id", text: req.id }), el("span", { class: "summary-text", text: req.summary })),
-    detail("arguments", req.arguments),
-    req.answer_schema ? detail("answer must match", req.answer_schema) : null,
+    detail("arguments", req.arguments, "", { open: true }),
+    req.answer_schema ? detail("answer must match", req.answer_schema, "", { open: true }) : null,
     el("p", { class: "hint", text: `asked ${when(req.asked_at)} · expires ${when(req.expires_at)}` }),
     reason,
   );
@@ -178,6 +178,14 @@ function pendingIn(steps, found) {
 
 // ---- the list of runs -------------------------------------------------------------------
 
+function runPill(run) {
+  if (!run.token) return pill(run.status);
+  // A sidecar token's run has no end of its own: its token says whether it can go on.
+  const token = run.token;
+  const title = `sidecar token ${token.id}: ${token.calls} of ${token.max_calls} calls, expires ${when(token.expires_at)}`;
+  return el("span", { class: `pill token ${token.state.replaceAll(" ", "-")}`, title, text: run.status });
+}
+
 function renderRuns(runs) {
   const body = document.querySelector("#runs tbody");
   body.replaceChildren(
@@ -186,9 +194,9 @@ function renderRuns(runs) {
         "tr",
         { class: `run ${run.status}`, "data-run": run.run_id },
         el("td", {}, el("a", { href: `/runs/${encodeURIComponent(run.run_id)}`, text: run.run_id })),
-        el("td", {}, pill(run.status)),
+        el("td", {}, runPill(run)),
         el("td", { text: when(run.started_at) }),
-        el("td", { class: "num", text: duration(run.duration ?? (goingOn(run.status) ? Date.now() / 1000 - run.started_at : null)) }),
+        el("td", { class: "num", text: run.token ? "—" : duration(run.duration ?? (goingOn(run.status) ? Date.now() / 1000 - run.started_at : null)) }),
         el("td", { class: "num", text: run.steps }),
         el("td", { class: "num", text: run.entries }),
       ),
@@ -216,15 +224,88 @@ function renderPending(requests) {
   );
 }
 
+// What the list shows: the filters (kept in the address, so a search can be shared or
+// reloaded) and the keyset page: each page starts after the last run of the one before.
+const FILTERS = ["q", "status", "tool", "since", "until"];
+const pages = [null]; // the "after" of each page seen, from the first (null) on
+let pageIndex = 0;
+let nextCursor = null;
+let polling = null;
+
+function filterParams() {
+  const params = new URLSearchParams();
+  for (const name of FILTERS) {
+    const value = document.getElementById(name).value.trim();
+    if (value) params.set(name, value);
+  }
+  return params;
+}
+
+function showFiltersFromAddress() {
+  const params = new URLSearchParams(location.search);
+  for (const name of FILTERS) document.getElementById(name).value = params.get(name) || "";
+}
+
+function filtered() {
+  return [...filterParams().keys()].length > 0;
+}
+
+async function loadRuns() {
+  const params = filterParams();
+  const after = pages[pageIndex];
+  if (after) params.set("after", after);
+  const page = await fetchJSON(`/api/runs?${params}`);
+  nextCursor = page.next;
+  renderRuns(page.runs);
+  document.getElementById("newer").disabled = pageIndex === 0;
+  document.getElementById("older").disabled = !nextCursor;
+  document.getElementById("page-info").textContent = page.runs.length ? `page ${pageIndex + 1}` : "";
+  document.getElementById("empty").textContent = filtered() || pageIndex > 0 ? "No runs match." : "No runs in this journal yet.";
+}
+
 async function pollRuns() {
+  clearTimeout(polling);
   try {
     renderPending(await fetchJSON("/api/approvals"));
-    renderRuns(await fetchJSON("/api/runs"));
+    await loadRuns();
     showProblem(null);
   } catch (error) {
     showProblem(error);
   }
-  setTimeout(pollRuns, POLL_MS);
+  polling = setTimeout(pollRuns, POLL_MS);
+}
+
+function startRuns() {
+  showFiltersFromAddress();
+  const form = document.getElementById("filters");
+  const restart = () => {
+    pages.length = 1;
+    pageIndex = 0;
+    const params = filterParams();
+    history.replaceState(null, "", params.toString() ? `/?${params}` : "/");
+    pollRuns();
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    restart();
+  });
+  document.getElementById("status").addEventListener("change", restart);
+  document.getElementById("clear").addEventListener("click", () => {
+    for (const name of FILTERS) document.getElementById(name).value = "";
+    restart();
+  });
+  document.getElementById("older").addEventListener("click", () => {
+    if (!nextCursor) return;
+    pages[pageIndex + 1] = nextCursor;
+    pageIndex += 1;
+    pollRuns();
+  });
+  document.getElementById("newer").addEventListener("click", () => {
+    if (pageIndex === 0) return;
+    pageIndex -= 1;
+    pollRuns();
+  });
+  pollRuns();
 }
 
 // ---- one run as a waterfall -------------------------------------------------------------
@@ -251,10 +332,43 @@ function bar(range, start, finish, cls, label) {
   return el("div", { class: "track" }, el("div", { class: `span ${cls}`, style: span(range, start, finish), title: label }));
 }
 
-function detail(label, value, cls) {
+function copyButton(text) {
+  const button = el("button", { type: "button", class: "copy", title: "copy to the clipboard", text: "copy" });
+  button.addEventListener("click", async (event) => {
+    event.preventDefault(); // inside a <summary>: copying does not open or close it
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "copied";
+    } catch {
+      button.textContent = "copy failed";
+    }
+    setTimeout(() => (button.textContent = "copy"), 1500);
+  });
+  return button;
+}
+
+// Text is shown as it is; JSON (an object or a list) is folded to one line until opened,
+// so a big argument or result does not push the waterfall off the screen. Each has a copy button.
+const opened = new Set();
+
+function detail(label, value, cls, options) {
   if (value === null || value === undefined || value === "") return null;
-  const text = typeof value === "string" ? value : json(value);
-  return el("div", { class: `detail ${cls || ""}` }, el("span", { class: "key", text: label }), el("pre", { text }));
+  if (typeof value === "string" || typeof value !== "object") {
+    const text = String(value);
+    return el("div", { class: `detail ${cls || ""}` }, el("span", { class: "key", text: label }), el("pre", { text }), copyButton(text));
+  }
+  const text = json(value);
+  const key = options && options.key;
+  const open = (options && options.open) || (key && opened.has(key));
+  const preview = JSON.stringify(value);
+  const folded = el(
+    "details",
+    { class: `detail json ${cls || ""}`, open: open ? true : undefined },
+    el("summary", {}, el("span", { class: "key", text: label }), el("code", { class: "preview", text: preview.length > 120 ? `${preview.slice(0, 117)}…` : preview }), copyButton(text)),
+    el("pre", { text }),
+  );
+  if (key) folded.addEventListener("toggle", () => (folded.open ? opened.add(key) : opened.delete(key)));
+  return folded;
 }
 
 function stepDetails(step) {
@@ -263,8 +377,8 @@ function stepDetails(step) {
     "div",
     { class: "details" },
     detail("idempotency key", step.idempotency_key, "mono"),
-    detail("input", step.input),
-    step.status === "completed" ? detail("output", step.output) : null,
+    detail("input", step.input, "", { key: `${step.step_key}\u0000input` }),
+    step.status === "completed" ? detail("output", step.output, "", { key: `${step.step_key}\u0000output` }) : null,
     step.error ? detail("error", `${step.error.type}: ${step.error.message}`, "bad") : null,
     step.error && step.error.error_id ? detail("error id", step.error.error_id, "mono") : null,
     ...outputErrors.map((entry) => detail("output validation", entry.output_error, "bad reason")),
@@ -313,7 +427,9 @@ function stepRows(step, depth, range, rows) {
       "div",
       { class: "label", style: { paddingLeft: `${depth * 18}px` } },
       toggle,
-      el("span", { class: "name", text: step.name }),
+      step.kind === "tool"
+        ? el("a", { class: "name", href: `/tools/${encodeURIComponent(step.name)}`, title: "this tool's calls, errors and latency", text: step.name })
+        : el("span", { class: "name", text: step.name }),
       el("span", { class: "kind", text: step.kind }),
       step.marker ? el("span", { class: `marker ${step.marker.replaceAll(" ", "-")}`, text: step.marker }) : null,
       step.status === "failed" ? pill("failed") : null,
@@ -357,16 +473,83 @@ function renderSummary(run) {
     ["entered", `${run.entries}×`],
   ];
   const parts = [
-    el("h1", {}, el("span", { class: "run-id", text: run.run_id }), pill(run.status)),
+    el("h1", {}, el("span", { class: "run-id", text: run.run_id }), runPill(run)),
     el("dl", { class: "facts" }, ...facts.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: value })])),
+    run.token ? el("p", { class: "hint token-state", text: tokenLine(run.token) }) : null,
     run.entries > 1 ? el("p", { class: "hint", text: "Entered more than once: steps completed in an earlier entry were answered from the journal, not run again." }) : null,
     run.error ? el("p", { class: "run-error", text: run.error }) : null,
   ];
   document.getElementById("summary").replaceChildren(...parts.filter(Boolean));
 }
 
+function tokenLine(token) {
+  const made = `${token.calls} of ${token.max_calls} calls made`;
+  const state = {
+    active: `its sidecar token ${token.id} is active until ${when(token.expires_at)}: a sandbox elsewhere may call again`,
+    expired: `its sidecar token ${token.id} expired at ${when(token.expires_at)}: nothing more will be recorded`,
+    revoked: `its sidecar token ${token.id} was revoked at ${when(token.revoked_at)}: nothing more will be recorded`,
+    "used up": `its sidecar token ${token.id} has made all its calls: nothing more will be recorded`,
+  }[token.state];
+  return `This run is recorded by a sandbox started elsewhere; ${state} (${made}).`;
+}
+
+// ---- cancelling a run ------------------------------------------------------------------
+
+function cancellable(run) {
+  return !run.token && (goingOn(run.status) || run.status === "interrupted");
+}
+
+async function cancelRun(event) {
+  event.preventDefault();
+  const name = document.getElementById("canceller");
+  const status = document.getElementById("cancel-status");
+  const by = name.value.trim();
+  if (!by) {
+    status.className = "cancel-status decision-error";
+    status.textContent = "Enter your name first: it is recorded with the cancel.";
+    name.focus();
+    return;
+  }
+  localStorage.setItem(NAME_KEY, by);
+  const body = { by };
+  const reason = document.getElementById("cancel-reason").value.trim();
+  if (reason) body.reason = reason;
+  const button = document.getElementById("cancel-run");
+  button.disabled = true;
+  try {
+    const response = await fetch(`/api/runs/${encodeURIComponent(runId())}/cancel`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", "x-toolbridge-token": token() },
+      body: JSON.stringify(body),
+      cache: "no-store",
+    });
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.error || `${response.status} ${response.statusText}`);
+    status.className = "cancel-status decision-done";
+    status.textContent = `cancelled by ${by}`;
+    pollRun();
+  } catch (error) {
+    status.className = "cancel-status decision-error";
+    status.textContent = error.message;
+    button.disabled = false;
+  }
+}
+
+function renderCancel(run) {
+  const form = document.getElementById("cancel");
+  if (!form.dataset.ready) {
+    form.dataset.ready = "1";
+    document.getElementById("canceller").value = localStorage.getItem(NAME_KEY) || "";
+    form.addEventListener("submit", cancelRun);
+  }
+  // A cancelled run keeps the form (and what it said) until the page is left.
+  if (cancellable(run)) form.hidden = false;
+  else if (!document.getElementById("cancel-status").textContent) form.hidden = true;
+}
+
 function renderRun(run) {
   renderSummary(run);
+  renderCancel(run);
   const now = Date.now() / 1000;
   const end = Math.max(run.finished_at ?? now, ...latest(run.tree, []));
   const range = [run.started_at, end];
@@ -394,7 +577,10 @@ function refreshRun() {
   if (current) renderRun(current);
 }
 
+let runPolling = null;
+
 async function pollRun() {
+  clearTimeout(runPolling);
   try {
     current = await fetchJSON(`/api/runs/${encodeURIComponent(runId())}`);
     renderRun(current);
@@ -403,10 +589,60 @@ async function pollRun() {
     showProblem(error);
   }
   // A finished run changes no more; a running one is followed until it ends.
-  if (!current || goingOn(current.status)) setTimeout(pollRun, POLL_MS);
+  if (!current || goingOn(current.status) || (current.token && current.token.state === "active")) {
+    runPolling = setTimeout(pollRun, POLL_MS);
+  }
+}
+
+// ---- one tool: its calls, error rate, latency and latest errors -------------------------
+
+function percent(fraction) {
+  return fraction === null || fraction === undefined ? "—" : `${(fraction * 100).toFixed(1)} %`;
+}
+
+async function loadTool() {
+  const name = decodeURIComponent(location.pathname.replace(/^\/tools\//, ""));
+  document.title = `toolbridge · ${name}`;
+  document.getElementById("crumb").textContent = name;
+  try {
+    const tool = await fetchJSON(`/api/tools/${encodeURIComponent(name)}`);
+    const facts = [
+      ["calls", tool.calls >= tool.window ? `the latest ${tool.window}` : String(tool.calls)],
+      ["failed", String(tool.failed)],
+      ["error rate", percent(tool.error_rate)],
+      ["p50", tool.p50 === null ? "—" : duration(tool.p50)],
+      ["p99", tool.p99 === null ? "—" : duration(tool.p99)],
+      ["running", String(tool.running)],
+      ["last call", tool.last_call_at ? when(tool.last_call_at) : "never"],
+    ];
+    document.getElementById("summary").replaceChildren(
+      el("h1", {}, el("span", { class: "run-id", text: tool.tool }), el("span", { class: "pill tool", text: "tool" })),
+      el("dl", { class: "facts tool-facts" }, ...facts.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { "data-fact": key, text: value })])),
+      el("p", { class: "hint" }, "Error rate and latency over its latest calls (a call still running is not counted). ", el("a", { href: `/?tool=${encodeURIComponent(tool.tool)}`, text: "The runs that called it" }), "."),
+    );
+    document.getElementById("no-errors").hidden = tool.last_errors.length > 0;
+    document.querySelector("#errors tbody").replaceChildren(
+      ...tool.last_errors.map((call) =>
+        el(
+          "tr",
+          { class: "call failed", "data-run": call.run_id },
+          el("td", {}, el("a", { href: `/runs/${encodeURIComponent(call.run_id)}`, text: call.run_id })),
+          el("td", { class: "mono", text: call.step_key }),
+          el("td", { text: call.at ? when(call.at) : "" }),
+          el("td", { class: "error-text", text: call.error }),
+          el("td", { class: "mono", text: call.error_id }),
+        ),
+      ),
+    );
+    showProblem(null);
+  } catch (error) {
+    showProblem(error);
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  if (document.body.dataset.page === "runs") pollRuns();
+  const page = document.body.dataset.page;
+  if (page === "runs") startRuns();
+  else if (page === "tool") loadTool();
   else pollRun();
 });

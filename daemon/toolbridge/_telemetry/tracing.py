@@ -15,7 +15,7 @@ A call answered from the journal (replay) runs nothing, so it makes no span: it 
 duplicate the span of the execution that recorded it. It leaves a ``toolbridge.replayed``
 event on its command's span (or the current one) instead. The API gives a caller no say
 over span ids, so live spans carry the ids the SDK picks; ``toolbridge trace --export``
-(:mod:`toolbridge._durable.otlp`) rebuilds a run from the journal with ids derived from the
+(:mod:`toolbridge._telemetry.otlp`) rebuilds a run from the journal with ids derived from the
 run id, the step key and its attempts, so exporting a run twice yields the same spans.
 
 Arguments and results go on spans only when ``TOOLBRIDGE_TRACE_CONTENT=1``: they may hold

@@ -1,7 +1,7 @@
 """A finished run rebuilt from its journal as OpenTelemetry spans, and sent over OTLP.
 
 ``toolbridge trace RUN --export otlp[=URL]`` uses it. The spans are the ones a live host
-would make (:mod:`toolbridge._durable.tracing`): the run, its commands, its tool calls with
+would make (:mod:`toolbridge._telemetry.tracing`): the run, its commands, its tool calls with
 the GenAI attributes, attempts and hooks as events, at the times the journal recorded. Their
 ids are derived, not random: the trace id from the run id, a span id from the run id, the
 step key and the step's attempt count. Exporting the same run twice sends the same spans (a
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from toolbridge._durable import tracing
 from toolbridge._errors import ToolbridgeError
 from toolbridge._records import RunSummary, StepRecord
+from toolbridge._telemetry import tracing
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
