@@ -82,6 +82,7 @@ class Figures:
     calls: int = 0
     acknowledged: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    error_messages: dict[str, str] = field(default_factory=dict)  # one message per error type
     sandbox_retries: int = 0
     executions: int = 0
     executions_by_daemon: Counter[str] = field(default_factory=Counter)
@@ -329,6 +330,7 @@ def _check(
         figures.sandbox_retries += outcome["attempts"] - 1
         if "result" not in outcome:
             figures.errors[outcome["error"]] += 1
+            figures.error_messages.setdefault(outcome["error"], outcome.get("message", ""))
             continue
         figures.acknowledged += 1
         figures.results_checked += 1
