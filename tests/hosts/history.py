@@ -105,6 +105,7 @@ class Figures:
             f"executions {self.executions} ({by_daemon}), journaled tool steps {self.steps}",
             f"results checked {self.results_checked}: lost {len(self.lost)}, completed steps run again "
             f"{len(self.completed_run_again)}, at-most-once steps run twice {len(self.at_most_once_doubled)}",
+            *(f"  {kind}: {message}" for kind, message in sorted(self.error_messages.items())),
             "steps run more than once while running (at-least-once after a kill) "
             f"{self.steps_run_more_than_once}; sandbox calls run again under a new step after "
             f"UNAVAILABLE {self.calls_run_under_two_steps}",
