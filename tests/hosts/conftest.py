@@ -33,6 +33,8 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
 def net() -> Iterator[netns.Network]:
     reason = netns.available()
     if reason is not None:
+        if os.environ.get("TOOLBRIDGE_REQUIRE_NETNS") == "1":
+            pytest.fail(f"TOOLBRIDGE_REQUIRE_NETNS=1 but {reason}")
         pytest.skip(reason)
     with netns.network() as made:
         yield made
