@@ -14,11 +14,14 @@ from tests.pg_cluster import unavailable_reason
 
 
 async def test_a_seeded_schedule_of_faults_loses_and_doubles_nothing(tmp_path: Path) -> None:
-    reason = netns.available() or unavailable_reason()
-    if reason is not None:
-        if "1" in (os.environ.get("TOOLBRIDGE_REQUIRE_POSTGRES"), os.environ.get("TOOLBRIDGE_REQUIRE_NETNS")):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    for reason, required in (
+        (netns.available(), "TOOLBRIDGE_REQUIRE_NETNS"),
+        (unavailable_reason(), "TOOLBRIDGE_REQUIRE_POSTGRES"),
+    ):
+        if reason is not None:
+            if os.environ.get(required) == "1":
+                pytest.fail(f"{required}=1 but {reason}")
+            pytest.skip(reason)
     figures = await run_schedule(tmp_path, seed=7, faults=8)
     print("\n".join(figures.lines()))
     assert sum(figures.faults.values()) == 8
