@@ -41,6 +41,7 @@ LAYERS: dict[str, float] = {
         ],
         0,
     ),
+    "_tls": 0,
     **dict.fromkeys(["_schema", "_journal", "_sandbox", "_telemetry"], 1),
     "_tools": 2,
     **dict.fromkeys(["_definitions", "_durable"], 3),
