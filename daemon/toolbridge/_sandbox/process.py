@@ -2,8 +2,8 @@
 
 :class:`ProcessRun` starts a program in a session of its own, reads its output into bounded
 buffers while it runs, and kills its whole process group when it exits, times out or is
-stopped; :func:`run_process` drives one through its life. The bubblewrap launcher runs bwrap
-with it.
+stopped; :meth:`ProcessRun.run` sees one through its life. The bubblewrap launcher runs
+bwrap with it.
 
 The plain :class:`ProcessLauncher` is no isolation boundary. It scrubs the environment and
 kills the process group, but the command runs as the daemon's user with the daemon's view of
@@ -25,7 +25,7 @@ from toolbridge._futures import retrieve_outcome
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal
 from toolbridge._sandbox.orphans import die_with_parent
 
-__all__ = ["SANDBOX_NICE", "ProcessLauncher", "ProcessRun", "lower_priority", "run_process"]
+__all__ = ["SANDBOX_NICE", "ProcessLauncher", "ProcessRun", "lower_priority"]
 
 _DRAIN_GRACE = 2.0
 """Seconds to wait for output pipes to close after the process tree is gone."""
@@ -246,34 +246,21 @@ class ProcessRun:
         self._stdout.close()
         self._stderr.close()
 
+    async def run(self, *, started: Started | None = None) -> ProcessOutcome:
+        """Start the program and see it through to its outcome.
 
-async def run_process(
-    argv: Sequence[str],
-    spec: LaunchSpec,
-    stop: StopSignal,
-    *,
-    user: int | None = None,
-    group: int | None = None,
-    pass_fds: Sequence[int] = (),
-    started: Started | None = None,
-    reap: Reap | None = None,
-) -> ProcessOutcome:
-    """Run ``argv`` for a command through its whole life (see :class:`ProcessRun`).
+        Args:
+            started: Awaited once the process exists and before the command may run (the
+                launcher's own setup handshake, see :meth:`handshake`).
 
-    Args:
-        started: Awaited once the process exists and before the command may run (the
-            launcher's own setup handshake). Raising kills the process and re-raises.
-        argv, spec, stop, user, group, pass_fds, reap: As for :class:`ProcessRun`.
-
-    Raises:
-        SandboxError: when ``argv[0]`` cannot be executed.
-    """
-    run = ProcessRun(argv, spec, stop, user=user, group=group, pass_fds=pass_fds, reap=reap)
-    await run.start()
-    if started is not None:
-        await run.handshake(started)
-    await run.wait()
-    return await run.outcome()
+        Raises:
+            SandboxError: when ``argv[0]`` cannot be executed.
+        """
+        await self.start()
+        if started is not None:
+            await self.handshake(started)
+        await self.wait()
+        return await self.outcome()
 
 
 def _find_program(name: str, spec: LaunchSpec) -> str | None:
@@ -317,4 +304,4 @@ class ProcessLauncher:
     name = "process"
 
     async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:
-        return await run_process(spec.argv, spec, stop)
+        return await ProcessRun(spec.argv, spec, stop).run()

@@ -56,7 +56,7 @@ from toolbridge._sandbox.bwrap.user import (
     socket_path,
 )
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal
-from toolbridge._sandbox.process import lower_priority, run_process
+from toolbridge._sandbox.process import ProcessRun, lower_priority
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
@@ -308,7 +308,9 @@ class BwrapLauncher:
                     fds.remove(fd)
                 await run.handshake(process)
 
-            outcome = await run_process(argv, spec, stop, pass_fds=passed, started=handshake, reap=run.reap)
+            outcome = await ProcessRun(argv, spec, stop, pass_fds=passed, reap=run.reap).run(
+                started=handshake
+            )
             if run.init_pidfd is not None:
                 fds.append(run.init_pidfd)
             return finish(outcome, spec, started=run.started, notes=run.cgroups.limits_hit())
