@@ -36,6 +36,7 @@ from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE
 from toolbridge._step import Step
+from toolbridge._tls import TLSConfig
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext
@@ -75,6 +76,11 @@ class Bridge:
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
         connection_idle: Seconds a sandbox's connection may carry no call before it is closed.
+        tls_cert: With ``listen``: serve TLS with this certificate chain (a PEM file).
+        tls_key: The certificate's private key (a PEM file).
+        tls_client_ca: Require clients to present a certificate from this CA (mutual TLS).
+        insecure: Serve a non-loopback ``listen`` without TLS all the same (tokens then
+            travel in clear text; it warns). Without it, that is refused with ``TLSError``.
         secret_key: The host's key for secrets kept in the journal (sealed results, keyed
             hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
             missing). By default a ``.key`` file beside a SQLite journal; give the same key to
@@ -106,6 +112,10 @@ class Bridge:
         recover: bool = False,
         shutdown_grace: Duration = 5.0,
         connection_idle: Duration = DEFAULT_CONNECTION_IDLE,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_client_ca: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
         secret_key: bytes | str | os.PathLike[str] | None = None,
     ) -> None:
         self._endpoint = Endpoint(
@@ -113,6 +123,8 @@ class Bridge:
             listen=listen,
             max_bytes=max_request_bytes,
             idle=seconds(connection_idle, option="connection_idle"),
+            tls=TLSConfig.from_options(tls_cert, tls_key, tls_client_ca),
+            insecure=insecure,
         )
         self._journal: Journal = open_journal(journal, durability=durability)
         self._launcher = launcher_for(sandbox)
@@ -141,7 +153,8 @@ class Bridge:
 
     @property
     def address(self) -> str:
-        """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
+        """Where sandboxes reach this bridge while it is open: ``unix:PATH``, ``HOST:PORT``, or
+        ``tls://HOST:PORT`` when it serves TLS."""
         return self._endpoint.address
 
     @functools.cached_property
@@ -172,18 +185,30 @@ class Bridge:
         """Where the journal is (the path or URL given as ``journal=``), or ``None`` without one."""
         return self._journal.location
 
-    def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
+    def serve_on(
+        self,
+        *,
+        socket: str | os.PathLike[str] | None = None,
+        listen: str | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_client_ca: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
+    ) -> Bridge:
         """Serve elsewhere than configured, before entering (``serve --socket/--listen``); returns self.
 
         Args:
             socket: A Unix socket to serve on (by default, one in a fresh private directory).
             listen: A TCP ``HOST:PORT`` instead.
+            tls_cert, tls_key, tls_client_ca, insecure: As for :class:`Bridge`.
 
         Raises:
             ValueError: when both are given.
+            TLSError: for clear text off loopback without ``insecure``, or half a TLS setting.
             ToolbridgeError: when the bridge is already serving.
         """
-        self._endpoint.move(socket=socket, listen=listen)
+        tls = TLSConfig.from_options(tls_cert, tls_key, tls_client_ca)
+        self._endpoint.move(socket=socket, listen=listen, tls=tls, insecure=insecure)
         return self
 
     def enable_recovery(self) -> Bridge:

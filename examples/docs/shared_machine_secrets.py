@@ -44,6 +44,8 @@ async def main() -> None:
     kept = b"".join(p.read_bytes() for p in Path().glob("toolbridge.db*") if p.suffix != ".key")
     assert b"hunter2" not in kept
     assert b"sk-live" not in kept
+
+
 # --8<-- [end:secrets]
 
 

@@ -80,13 +80,17 @@ async def call_tool(
     on_waiting: approvals.OnWaiting | None = None,
     traceparent: str = "",
     detached: bool = False,
+    call_id: tuple[str, int] | None = None,
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
     ``on_waiting`` is told when the call starts to wait for a person's decision;
     ``traceparent`` is the caller's W3C trace context, the parent of the call's span.
     ``detached``: the calling task is never cancelled by the asker (see
-    :meth:`RunState.single_flight`), so the call runs in it.
+    :meth:`RunState.single_flight`), so the call runs in it. ``call_id``: the id the client
+    gave the call (its session and number); a call sent again under an id already seen (its
+    connection was lost) is the same call: it joins the one in flight or gets its recorded
+    outcome, is not counted again, and never runs twice.
 
     Raises:
         ProtocolError: for calls the protocol refuses before any tool is involved
@@ -94,7 +98,7 @@ async def call_tool(
     """
     async with call_slot(scope):
         return await _call_tool(
-            scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached
+            scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached, call_id
         )
 
 
@@ -106,6 +110,7 @@ async def _call_tool(
     on_waiting: approvals.OnWaiting | None,
     traceparent: str,
     detached: bool,
+    call_id: tuple[str, int] | None,
 ) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
@@ -119,25 +124,33 @@ async def _call_tool(
         # The same answer for a tool that does not exist and one given to another command.
         raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for {scope.caller}")
     positional, named = _parse_arguments(positional_json, named_json)
-    scope.calls += 1
-    allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
-    if not allowed:
-        scope.stop.note("max_calls")  # the outcome says so even if the command ends first
-        asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
-        return CallOutcome(
-            "",
-            error=ToolError(
-                f"{scope.caller} made more than {options.max_calls} tool calls; "
-                + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
-                type="MaxCallsExceeded",
-            ),
-        )
     if tool.input_may_hold_secrets:  # journaled (and keyed) with each secret as its keyed hash
         input_json = _call_input(*journaled_arguments(tool, positional, named, scope.run.secrets))
     else:
         input_json = _call_input(positional, named)
     prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
-    key = await scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
+    base = f"{prefix}{tool_name}@{digest(input_json, 12)}"
+    key = None if call_id is None else scope.sent.get(call_id)
+    if key is None or key.partition("#")[0] != base:  # a first sending (an id reused for
+        # another call is a new call too): counted, and given the next occurrence's key
+        scope.calls += 1
+        allowed = (
+            scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
+        )
+        if not allowed:
+            scope.stop.note("max_calls")  # the outcome says so even if the command ends first
+            asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
+            return CallOutcome(
+                "",
+                error=ToolError(
+                    f"{scope.caller} made more than {options.max_calls} tool calls; "
+                    + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
+                    type="MaxCallsExceeded",
+                ),
+            )
+        key = await scope.keys.key(base)
+        if call_id is not None:
+            scope.remember(call_id, key)
     run = scope.run
     recorded = await run.claim(key, by=scope.keys)
     if recorded is not None and recorded.done:
