@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -69,3 +70,19 @@ async def test_a_sidecar_token_whose_run_another_bridge_holds_is_answered_unavai
             await stream.done_writing()
         assert answer.status.code == grpc.StatusCode.UNAVAILABLE.value[0]
         assert "run 'vm' is held by" in answer.status.message
+
+
+async def test_call_tool_waits_for_a_live_holder_then_names_it(journal_path: Path) -> None:
+    """The path of ``toolbridge call`` and MCP: bounded by wait=, then RunBusyError naming the holder."""
+    tools = {"lookup": lambda: 1}
+    async with Bridge(journal=journal_path) as holder, Bridge(journal=journal_path, tools=tools) as caller:
+        async with holder.run("held"):
+            with pytest.raises(RunBusyError, match="is held by") as busy:
+                await caller.call_tool("lookup", [], run_id="held", wait=0.3)
+        assert busy.value.owner.split(":")[1] == str(os.getpid())
+        # Waiting (the default) for a holder that leaves meanwhile: the call goes through.
+        async with holder.run("held-2"):
+            waiting = asyncio.ensure_future(caller.call_tool("lookup", [], run_id="held-2"))
+            await asyncio.sleep(0)
+            assert not waiting.done()
+        assert await asyncio.wait_for(waiting, WAIT) == 1
