@@ -76,15 +76,15 @@ class Bridge:
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
         connection_idle: Seconds a sandbox's connection may carry no call before it is closed.
-        secret_key: The host's key for secrets kept in the journal (sealed results, keyed
-            hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
-            missing). By default a ``.key`` file beside a SQLite journal; give the same key to
-            every host sharing a PostgreSQL journal.
         tls_cert: With ``listen``: serve TLS with this certificate chain (a PEM file).
         tls_key: The certificate's private key (a PEM file).
         tls_client_ca: Require clients to present a certificate from this CA (mutual TLS).
         insecure: Serve a non-loopback ``listen`` without TLS all the same (tokens then
             travel in clear text; it warns). Without it, that is refused with ``TLSError``.
+        secret_key: The host's key for secrets kept in the journal (sealed results, keyed
+            hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
+            missing). By default a ``.key`` file beside a SQLite journal; give the same key to
+            every host sharing a PostgreSQL journal.
 
     Every time option takes seconds as a number or a duration string (``"250ms"``, ``"10s"``,
     ``"5m"``, ``"1h30m"``); a bad one raises ``ValueError`` naming the option.
@@ -112,11 +112,11 @@ class Bridge:
         recover: bool = False,
         shutdown_grace: Duration = 5.0,
         connection_idle: Duration = DEFAULT_CONNECTION_IDLE,
-        secret_key: bytes | str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
         tls_client_ca: str | os.PathLike[str] | None = None,
         insecure: bool = False,
+        secret_key: bytes | str | os.PathLike[str] | None = None,
     ) -> None:
         self._endpoint = Endpoint(
             socket=socket,
