@@ -58,9 +58,9 @@ test: $(VENV)/.installed check-proto lint typecheck docs node-test pytest
 # The documentation site (mkdocs.yml, docs/), built strictly: a broken link or anchor, a page
 # missing from the nav, a sample file that is not there or a reference entry that names nothing
 # fails it. Offline and a few seconds; part of `make test`. Its samples (examples/docs/) are run
-# by tests/docs/.
+# by tests/docs/. Not --quiet: it hides the warnings that --strict counts, and would pass.
 docs: $(VENV)/.installed
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The site at http://127.0.0.1:8000/, rebuilt as the pages change.
 docs-serve: $(VENV)/.installed

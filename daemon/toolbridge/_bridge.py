@@ -200,7 +200,10 @@ class Bridge:
         Args:
             socket: A Unix socket to serve on (by default, one in a fresh private directory).
             listen: A TCP ``HOST:PORT`` instead.
-            tls_cert, tls_key, tls_client_ca, insecure: As for :class:`Bridge`.
+            tls_cert: As for :class:`Bridge`.
+            tls_key: As for :class:`Bridge`.
+            tls_client_ca: As for :class:`Bridge`.
+            insecure: As for :class:`Bridge`.
 
         Raises:
             ValueError: when both are given.

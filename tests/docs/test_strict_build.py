@@ -63,3 +63,13 @@ def test_a_missing_sample_fails_the_build(tmp_path: Path) -> None:
     done = build(copy)
     assert done.returncode != 0
     assert "examples/docs/limits.py" in done.stderr
+
+
+def test_make_docs_runs_the_strict_build_without_hiding_its_warnings() -> None:
+    # `mkdocs build --strict --quiet` passes whatever is broken: quiet drops the warnings that
+    # strict counts. `make docs` (part of `make test`) must run the build these tests run.
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile[makefile.index("\ndocs:") :].split("\n\n")[0]
+    assert "mkdocs build --strict" in recipe
+    assert "--quiet" not in recipe
+    assert " -q" not in recipe
