@@ -127,12 +127,15 @@ class ProtoElement:
 
 
 def parse_proto(text: str) -> tuple[str, list[ProtoElement]]:
-    """The file's leading comment and its top-level elements (a small parser for our style)."""
+    """The file's leading comment and its elements, nested ones named ``Outer.Inner``.
+
+    A small line parser for the style buf lint enforces here: one element or member per line,
+    each after its own ``//`` comment.
+    """
     header: list[str] = []
     elements: list[ProtoElement] = []
     comment: list[str] = []
-    current: ProtoElement | None = None
-    oneof = ""
+    stack: list[ProtoElement | str] = []  # open elements, and "oneof NAME" blocks
     seen_code = False
     for raw in text.splitlines():
         line = raw.strip()
@@ -143,35 +146,40 @@ def parse_proto(text: str) -> tuple[str, list[ProtoElement]]:
             if not seen_code and comment:
                 header, comment = comment, []
             continue
+        if not seen_code and comment and not header:
+            header, comment = comment, []  # the file's own comment, right above `syntax`
         seen_code = True
-        opening = re.match(r"(service|message|enum) (\w+) \{$", line)
-        if opening and current is None:
-            current = ProtoElement(opening.group(1), opening.group(2), " ".join(comment))
-        elif line.startswith("oneof "):
-            oneof = line.split()[1]
-        elif line == "}":
-            if oneof:
-                oneof = ""
-            elif current is not None:
-                elements.append(current)
-                current = None
-        elif current is not None:
-            rpc = re.match(r"rpc (\w+)\((stream )?(\w+)\) returns \((stream )?(\w+)\);", line)
-            member = re.match(r"(repeated )?([\w.]+) (\w+) = (\d+);", line)
-            value = re.match(r"(\w+) = (-?\d+);", line)
-            text_of = " ".join(comment)
-            if rpc:
-                signature = f"{rpc.group(2) or ''}{rpc.group(3)} → {rpc.group(4) or ''}{rpc.group(5)}"
-                current.members.append((rpc.group(1), signature, text_of))
-            elif member:
-                kind = f"{member.group(1) or ''}{member.group(2)}"
-                if oneof:
-                    kind += f" (oneof `{oneof}`)"
-                current.members.append((f"{member.group(3)} = {member.group(4)}", kind, text_of))
-            elif value:
-                current.members.append((value.group(1), value.group(2), text_of))
+        text_of = " ".join(comment)
         comment = []
-    return " ".join(header), elements
+        current = next((item for item in reversed(stack) if isinstance(item, ProtoElement)), None)
+        oneof = stack[-1] if stack and isinstance(stack[-1], str) else ""
+        opening = re.match(r"(service|message|enum) (\w+) \{$", line)
+        if opening:
+            name = f"{current.name}.{opening.group(2)}" if current is not None else opening.group(2)
+            stack.append(ProtoElement(opening.group(1), name, text_of))
+            continue
+        if line.startswith("oneof "):
+            stack.append(f"oneof {line.split()[1]}")
+            continue
+        if line == "}":
+            closed = stack.pop() if stack else None
+            if isinstance(closed, ProtoElement):
+                elements.append(closed)
+            continue
+        if current is None:
+            continue
+        rpc = re.match(r"rpc (\w+)\((stream )?([\w.]+)\) returns \((stream )?([\w.]+)\)", line)
+        member = re.match(r"((?:repeated |optional )?(?:map<[\w., ]+>|[\w.]+)) (\w+) = (\d+)", line)
+        value = re.match(r"(\w+) = (-?\d+)", line)
+        if rpc:
+            signature = f"{rpc.group(2) or ''}{rpc.group(3)} → {rpc.group(4) or ''}{rpc.group(5)}"
+            current.members.append((rpc.group(1), signature, text_of))
+        elif member:
+            note = f"One of `{oneof.removeprefix('oneof ')}`: {text_of}" if oneof else text_of
+            current.members.append((f"{member.group(2)} = {member.group(3)}", member.group(1), note))
+        elif value and current.kind == "enum":
+            current.members.append((value.group(1), value.group(2), text_of))
+    return "\n".join(header), elements  # its `//` blank lines stay paragraph breaks
 
 
 def _cell(text: str) -> str:

@@ -179,3 +179,25 @@ def test_the_readme_is_a_front_page_whose_example_runs() -> None:
     # Its links into the site point at pages that exist.
     for target in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / target).exists(), target
+
+
+def test_the_contract_parser_reads_nesting_maps_optionals_and_oneofs() -> None:
+    header, elements = mkdocs_hooks.parse_proto(
+        "// The file.\n//\n// Second paragraph.\n"
+        'syntax = "proto3";\n'
+        "// Outer doc.\nmessage Outer {\n"
+        "  // Inner doc.\n  message Inner {\n    // Counts.\n    map<string, int64> counts = 1;\n  }\n"
+        "  // A name.\n  optional string name = 2;\n"
+        "  oneof pick {\n    // The inner one.\n    Inner inner = 3;\n  }\n"
+        "  reserved 4;\n}\n"
+    )
+    assert header == "The file.\n\nSecond paragraph."
+    assert [(element.name, element.comment) for element in elements] == [
+        ("Outer.Inner", "Inner doc."),
+        ("Outer", "Outer doc."),
+    ]
+    assert elements[0].members == [("counts = 1", "map<string, int64>", "Counts.")]
+    assert elements[1].members == [
+        ("name = 2", "optional string", "A name."),
+        ("inner = 3", "Inner", "One of `pick`: The inner one."),
+    ]

@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import ipaddress
 import json
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ class WorldCA:
         now = datetime.datetime.now(datetime.UTC)
         sans: list[x509.GeneralName] = [
             x509.DNSName("localhost"),
+            x509.DNSName(socket.gethostname()),  # this machine's name: mostly a loopback address
             x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         ]
         leaf = (

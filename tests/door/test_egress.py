@@ -345,9 +345,10 @@ async def test_plain_http_and_a_large_body(sandboxed: Bridge, work_dir: Path, tm
     assert [seen.method for seen in server.seen] == ["POST"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    """Finished spans, from an SDK configured as an application would (or already was)."""
+    """Finished spans, from an SDK set up as an application would (or as another test did:
+    the provider is process-wide, so this exporter is added to whichever is there)."""
     exporter = InMemorySpanExporter()
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
@@ -355,7 +356,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
         trace.set_tracer_provider(provider)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     yield exporter
-    exporter.shutdown()
+    exporter.clear()
 
 
 async def test_each_request_is_a_span_without_the_value(
@@ -389,3 +390,35 @@ async def test_each_request_is_a_span_without_the_value(
     assert refused.status.status_code is trace.StatusCode.ERROR
     everything = json.dumps([dict(span.attributes or {}) for span in spans.get_finished_spans()], default=str)
     assert CREDENTIAL not in everything
+
+
+async def test_an_sdk_reading_its_key_from_the_environment(
+    sandboxed: Bridge, work_dir: Path, world: tuple[WorldCA, list[Remote]]
+) -> None:
+    """``requests`` (an SDK's usual transport) in the sandbox: proxy, CA and key from the
+    environment, nothing configured in the code."""
+    ca, (good, other, _) = world
+    packages = work_dir / "site"
+    names = ("requests", "urllib3", "idna", "certifi", "charset_normalizer")
+    for module in [pytest.importorskip(name) for name in names]:  # requests' own, as installed
+        source = Path(module.__file__ or "").parent
+        shutil.copytree(source, packages / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    agent = textwrap.dedent(
+        """
+        import os, sys
+        sys.path.insert(0, "site")
+        import requests
+        answer = requests.get(sys.argv[1], headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
+        print(answer.status_code, answer.json()["bearer_ok"])
+        """
+    )
+    (work_dir / "agent.py").write_text(agent)
+    async with sandboxed.run("sdk") as step:
+        result = await step.sandbox.commands.run(
+            "agent",
+            ["python3", "agent.py", f"https://localhost:{good.port}/sdk"],
+            cwd=work_dir,
+            egress=egress_for(ca, good, other),
+            timeout=60,
+        )
+    assert result.stdout.split() == ["200", "True"], result.stderr

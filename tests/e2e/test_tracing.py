@@ -32,15 +32,19 @@ from toolbridge._telemetry import tracing
 from toolbridge._tools.context import ToolContext
 
 _EXPORTER = InMemorySpanExporter()
+_ATTACHED: list[TracerProvider] = []
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     """The host's finished spans, from an SDK configured the way an application would."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
         trace.set_tracer_provider(provider)
+    if not _ATTACHED:  # another test module may have set the (process-wide) provider first
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        _ATTACHED.append(provider)
     _EXPORTER.clear()
     yield _EXPORTER
     _EXPORTER.clear()

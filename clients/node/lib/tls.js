@@ -152,9 +152,9 @@ function connectionFailure(error, settings) {
 function closedAfterHandshake(settings) {
   const closed = "it closed the connection after the TLS handshake, before HTTP/2";
   if (settings.cert === undefined) {
-    return `${closed}: it demands a client certificate; set ${CERT_VARIABLE} and ${KEY_VARIABLE}`;
+    return `${closed}, as a daemon that demands a client certificate does: set ${CERT_VARIABLE} and ${KEY_VARIABLE}`;
   }
-  return `${closed}: it refused this client's certificate (${CERT_VARIABLE}=${settings.certFile})`;
+  return `${closed}, as a daemon that refuses this client's certificate does (${CERT_VARIABLE}=${settings.certFile})`;
 }
 
 module.exports = {

@@ -208,7 +208,7 @@ class Session {
     this.draining = false;
     const { target, tls } = channel;
     // The scheme and authority go in every request's headers; the connection is ours to make.
-    const origin = `${target.tls || tls !== null ? "https" : "http"}://${target.path === undefined ? target.authority : "localhost"}`;
+    const origin = `${tls === null ? "http" : "https"}://${target.path === undefined ? target.authority : "localhost"}`;
     this.h2 = http2.connect(origin, {
       createConnection: () => this._socket(),
       settings: { enablePush: false, initialWindowSize: RECEIVE_WINDOW },
@@ -241,6 +241,7 @@ class Session {
       const socket = secureSocket(where, target, tls);
       socket.once("secureConnect", () => {
         this.handshaken = true;
+        if (target.path === undefined) socket.setNoDelay(true);
       });
       return socket;
     }

@@ -20,7 +20,9 @@ import base64
 import binascii
 import contextlib
 import hmac
+import ipaddress
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Mapping, Sequence
@@ -524,8 +526,9 @@ class EgressDoor:
         if upstream is None:
             tls = self._upstream_tls if target.scheme == "https" else None
             async with asyncio.timeout(self.egress.timeout):
+                address = await self._address(target)
                 up_reader, up_writer = await asyncio.open_connection(
-                    target.host, target.port, ssl=tls, server_hostname=target.host if tls else None
+                    address, target.port, ssl=tls, server_hostname=target.host if tls else None
                 )
             upstream = _Upstream(target, up_reader, up_writer)
         up = upstream.conn
@@ -562,6 +565,29 @@ class EgressDoor:
             return upstream, response.status_code, sent
         upstream.close()  # the server closes after this answer: the next request connects anew
         return None, response.status_code, sent
+
+    async def _address(self, target: _Target) -> str:
+        """The address to connect to: resolved once, here, and checked (no second lookup for
+        the connection to be rebound to)."""
+        try:
+            literal = ipaddress.ip_address(target.host)
+        except ValueError:
+            literal = None
+        if literal is not None or target.host == "localhost":
+            return target.host  # written as an address: it means what it says
+        found = await asyncio.get_running_loop().getaddrinfo(
+            target.host, target.port, type=socket.SOCK_STREAM
+        )
+        addresses = [str(info[4][0]) for info in found]
+        if not self._rule(target).private:
+            inside = [a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_global]
+            if inside:
+                raise _Refusal(
+                    403,
+                    f"toolbridge egress: {target.host} resolves to {inside[0]}, a non-public address: "
+                    "refused (EgressRule(private=True) allows it)",
+                )
+        return addresses[0]
 
     # Answers and records ---------------------------------------------------------------
 

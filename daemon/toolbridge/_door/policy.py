@@ -18,6 +18,19 @@ _HOST = re.compile(r"(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]
 _METHOD = re.compile(r"[A-Z]{1,20}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 DEFAULT_PORTS = (80, 443)
+RESERVED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "NODE_OPTIONS",
+        "NODE_EXTRA_CA_CERTS",
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+    }
+    | {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy"}
+)
+"""Variables a secret may not be named: the door and the sandbox's runtime set them."""
 
 
 def host_key(host: str) -> str:
@@ -52,11 +65,16 @@ class EgressRule:
         requires_confirmation: ``True``: each request waits for a person's approval (from
             ``bridge.approvals``, the CLI, the web view or MCP) before it leaves. Or a list
             of methods that do (``["POST"]``).
+        private: Let a host *name* resolve to a loopback, private or link-local address.
+            Off by default, so that an allowed name pointed inside your network (or made
+            to point there by DNS rebinding) is refused; a host written as an address
+            (``10.0.0.5:8080``) or as ``localhost`` means what it says.
     """
 
     host: str
     methods: Sequence[str] | None = None
     requires_confirmation: bool | Sequence[str] = False
+    private: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "host", host_key(self.host))
@@ -105,6 +123,8 @@ class Secret:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"Secret name {self.name!r} is not an environment variable name")
+        if self.name in RESERVED or self.name.startswith("TOOLBRIDGE_"):
+            raise ValueError(f"Secret name {self.name!r} is a variable toolbridge sets: choose another")
         if not isinstance(self.value, str) or not self.value:
             raise ValueError(f"Secret {self.name!r} needs a non-empty string value")
         if isinstance(self.hosts, str) or not self.hosts:

@@ -102,7 +102,8 @@ class ApprovalRequest:
         expires_at: When it expires unless decided.
         decided_at: When it was decided (or expired).
         decided_by: Who decided it.
-        channel: Through what: ``"api"`` (host code), ``"cli"``, ``"timeout"`` (expiry).
+        channel: Through what: ``"api"`` (host code), ``"cli"``, ``"web"``, ``"mcp"``,
+            ``"timeout"`` (expiry).
         reason: Why, as the decider said.
         answer: For ``"input"``: the answer given.
     """
