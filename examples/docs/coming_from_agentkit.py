@@ -20,19 +20,22 @@ WRITE_FILE_INPUT = {  # AgentKit's `parameters`: a JSON Schema dict, or a pydant
 
 def write(args: Any, ctx: ToolContext) -> dict[str, bool]:
     # args: the validated parameters (a dict for a JSON Schema input, a model for a pydantic one)
-    # ctx: run_id, step_key, attempt, idempotency_key
+    # ctx: run_id, step_key, attempt, idempotency_key, and the run's state (ctx.network.state)
     Path(args["path"]).write_text(args["contents"])
+    ctx.network.state["fileWritten"] = True
     return {"success": True}
 
 
 write_file = tool.step(
-    name="write_file",  # names are a letter, then letters, digits or _: not "write-file" today
+    name="write-file",
     description="Write a file to disk with the given contents",
     input=WRITE_FILE_INPUT,
     run=write,
     strict=True,  # the default, as in AgentKit
-    on_start=lambda parameters: {**parameters, "contents": parameters["contents"].strip()},
-    on_finish=lambda result: {**result, "checked": True},
+    lifecycle={
+        "on_start": lambda e: {**e["parameters"], "contents": e["parameters"]["contents"].strip()},
+        "on_finish": lambda e: {**e["result"], "checked": True},
+    },
 )
 # --8<-- [end:create]
 
@@ -43,9 +46,10 @@ async def main() -> None:
         async with Bridge(journal="toolbridge.db") as bridge, bridge.run("agentkit-1") as step:
             done = await step.sandbox.python(
                 "write",
-                f'return await tools.write_file(path="{target}", contents="  hello  ")',
+                f'return await tools["write-file"](path="{target}", contents="  hello  ")',
                 tools=[write_file],
             )
+            assert step.state == {"fileWritten": True}
         assert done == {"success": True, "checked": True}, done
         assert Path(target).read_text() == "hello"
 

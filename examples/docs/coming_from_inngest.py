@@ -71,7 +71,7 @@ async def main() -> None:
                 "getCustomer": get_customer,
                 "listInvoices": lambda customer_id: [],  # a plain function: positional arguments
             },
-            tool_options=ToolOptions(tool_timeout=10, max_calls=50),  # seconds, not "10s"
+            tool_options=ToolOptions(tool_timeout="10s", max_calls=50),  # or seconds: 10
         )
         # --8<-- [end:commands]
         assert result.exit_code == 0, result.stderr
