@@ -8,6 +8,7 @@ description=, input=, run=, lifecycle=)``; the handler's ``{ agent, network }`` 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -161,3 +162,26 @@ async def test_strict_false_and_a_lifecycle_that_refuses(bridge: Bridge) -> None
     async with bridge.run("seed-001-strict") as step:
         result = await step.sandbox.python("strict", code, tools=[lax])
     assert result == [{"path": "tmp/a", "size": 2, "extra": 1}, "Refused"]
+
+
+async def test_the_cli_calls_and_lists_a_hyphenated_tool_by_its_name(tmp_path: Path) -> None:
+    (tmp_path / "worker.py").write_text(
+        "from toolbridge import Bridge, tool\n"
+        "write_file = tool.step(name='write-file', run=lambda args, ctx: {'success': True, **args})\n"
+        f"bridge = Bridge(journal={str(tmp_path / 'w.db')!r}, tools=[write_file])\n"
+    )
+
+    async def cli(*args: str) -> str:
+        process = await asyncio.create_subprocess_exec(
+            TOOLBRIDGE, *args, cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        return out.decode()
+
+    called = await cli("call", "worker:bridge", "write-file", "--input", '{"path": "a"}', "--run-id", "cli-1")
+    assert json.loads(called) == {"success": True, "path": "a"}
+    listed = await cli("definitions", "worker:bridge")
+    assert [definition["name"] for definition in json.loads(listed)] == ["write-file"]
+    traced = await cli("trace", "cli-1", "--journal", str(tmp_path / "w.db"))
+    assert "write-file  tool  completed" in traced

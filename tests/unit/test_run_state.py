@@ -135,3 +135,22 @@ async def test_state_values_must_be_json_and_deletes_are_replayed() -> None:
         await harness.restart()
         await harness.call("forget")
         assert dict(harness.step.state) == {"keep": 1}
+
+
+async def test_a_durable_function_shares_the_run_state_with_the_tools_it_runs(tmp_path: Path) -> None:
+    async def agent(sandbox: FakeSandbox) -> int:
+        sandbox.write(f"{await sandbox.call('refund', order_id='o1')}\n")
+        return 0
+
+    launcher = FakeLauncher(agent)
+    async with launcher.bridge(tmp_path / "journal.db") as bridge:
+
+        @bridge.function(id="refund")
+        async def refund(ctx: Any) -> str:
+            ctx.state["refunded"] = [*ctx.state.get("refunded", []), ctx.event.data["order_id"]]
+            return "ok"
+
+        async with bridge.run("fn-state") as step:
+            result = await step.sandbox.commands.run("agent", ["agent"], tools={"refund": refund})
+            assert step.state == {"refunded": ["o1"]}
+    assert result.stdout == "ok\n"
