@@ -92,7 +92,11 @@ class PostgresJournal(SQLJournal):
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, server_settings=self._settings
+                self._url,
+                min_size=1,
+                max_size=self._pool_size,
+                server_settings=self._settings,
+                reset=_keep_session,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
@@ -177,9 +181,15 @@ class PostgresJournal(SQLJournal):
         for attempt in range(1, RETRIES + 1):
             held = self._held.snapshot()
             try:
-                async with self.pool.acquire() as conn, conn.transaction():
-                    for kind, writes in grouped.items():
-                        await _run(conn, self._operation(kind, writes))
+                async with self.pool.acquire() as conn:
+                    if grouped.keys() == {s.STEP}:
+                        # One statement (see UPSERT_STEPS): its own transaction, one round
+                        # trip, where BEGIN and COMMIT would add two.
+                        await _run(conn, self._steps(grouped[s.STEP]))
+                        return
+                    async with conn.transaction():
+                        for kind, writes in grouped.items():
+                            await _run(conn, self._operation(kind, writes))
                 return
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 if attempt == RETRIES:
@@ -193,15 +203,27 @@ class PostgresJournal(SQLJournal):
         return {row[0]: (row[1], row[2]) for row in (yield Query(FENCES, (sorted(run_ids),)))}
 
     def _steps(self, writes: list[Pending]) -> Operation:
-        fences = yield from self._fences({pending.params[0] for pending in writes})
-        allowed = [pending.params for pending in writes if self._fenced(pending, pending.params[0], fences)]
-        if allowed:
-            yield Query(UPSERT_STEPS, [list(column) for column in zip(*allowed, strict=True)])
+        taken = [self._held.get(pending.params[0]) for pending in writes]
+        sent = [pending.params for pending, fence in zip(writes, taken, strict=True) if fence is not None]
+        fences: Fenced = {}
+        if sent:
+            columns = [list(column) for column in zip(*sent, strict=True)]
+            found = yield Query(UPSERT_STEPS, (*columns, [fence for fence in taken if fence is not None]))
+            fences = {row[0]: (row[1], row[2]) for row in found}
+        for pending in writes:  # refused: a run not entered, or taken over (its row not written)
+            self._fenced(pending, pending.params[0], fences)
 
     def _notify(self, writes: list[Pending]) -> Operation:
         for pending in writes:
             # Sent when the transaction commits, and only then (see .events).
             yield Query("SELECT pg_notify($1, $2)", (CHANNEL, notice(self.owner, *pending.params)))
+
+
+async def _keep_session(_conn: Conn) -> None:
+    """Hand a connection back to the pool as it is: asyncpg's own reset (``RESET ALL``,
+    ``UNLISTEN *``, ...) is a round trip on every release, and undoes nothing this journal
+    does (it sets nothing per session, and listens on a connection of its own). asyncpg still
+    rolls back a transaction left open before calling this."""
 
 
 async def _run(conn: Conn, operation: Operation) -> None:
