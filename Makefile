@@ -16,6 +16,10 @@ export TOOLBRIDGE_REQUIRE_BWRAP
 # skips them with the reason where PostgreSQL cannot be installed (not root).
 TOOLBRIDGE_REQUIRE_POSTGRES ?= 1
 export TOOLBRIDGE_REQUIRE_POSTGRES
+# And the hosts tests (tests/hosts), which build network namespaces: root and iproute2 (CI runs
+# as root); `TOOLBRIDGE_REQUIRE_NETNS=0` skips them with the reason elsewhere.
+TOOLBRIDGE_REQUIRE_NETNS ?= 1
+export TOOLBRIDGE_REQUIRE_NETNS
 # make bench BENCH_ARGS=--quick: fewer rounds of each benchmark (bench/run_all.py --help)
 BENCH_ARGS ?=
 

@@ -45,7 +45,8 @@ from typing import Literal
 
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessLauncher, StopSignal
+from toolbridge._sandbox.launcher import Launcher, LaunchSpec, StopSignal
+from toolbridge._sandbox.process import ProcessLauncher
 from toolbridge._sandbox.runtime.python import build_runtime
 
 ROOT = Path(__file__).resolve().parent.parent

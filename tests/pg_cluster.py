@@ -67,6 +67,10 @@ class Cluster:
     """
 
     durable: bool = False
+    netns: str | None = None
+    """A network namespace to run the server in (tests/hosts: PostgreSQL on a host of its own)."""
+    listen: str = ""
+    """An address to listen on besides the socket (inside ``netns``), for clients on other hosts."""
     root: Path = field(init=False)
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -90,7 +94,8 @@ class Cluster:
 
     def _command(self, tool: str, *args: str) -> list[str]:
         argv = [str(self._bin / tool), *args]
-        return argv if self._user is None else ["runuser", "-u", self._user, "--", *argv]
+        argv = argv if self._user is None else ["runuser", "-u", self._user, "--", *argv]
+        return argv if self.netns is None else ["ip", "netns", "exec", self.netns, *argv]
 
     def _run(self, tool: str, *args: str) -> None:
         done = subprocess.run(self._command(tool, *args), capture_output=True, text=True, check=False)
@@ -99,8 +104,15 @@ class Cluster:
 
     def start(self) -> Cluster:
         self._run("initdb", "-D", str(self.data), "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync")
+        if self.listen:  # clients on the namespaces' private network only
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {self.listen.rsplit('.', 1)[0]}.0/24 trust\n")
+        self._run_server()
+        return self
+
+    def _run_server(self) -> None:
         settings = [
-            "listen_addresses=''",
+            f"listen_addresses='{self.listen}'",
             f"unix_socket_directories='{self.socket_dir}'",
             f"port={PORT}",
             "max_connections=200",
@@ -122,7 +134,16 @@ class Cluster:
             str(self.root / "server.log"),
             "start",
         )
-        return self
+
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop the server (at once, as a crash would, unless not ``crash``: then cleanly) and
+        start it again on the same data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate" if crash else "fast", "-w", "stop")
+        self._run_server()
+
+    def tcp_url(self, database: str = "postgres") -> str:
+        """A URL for ``database`` over TCP at ``listen`` (from the namespaces' network)."""
+        return f"postgresql://{USER}@{self.listen}:{PORT}/{database}"
 
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -169,9 +190,11 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(*, durable: bool = False) -> Iterator[Cluster]:
+def running_cluster(
+    *, durable: bool = False, netns: str | None = None, listen: str = ""
+) -> Iterator[Cluster]:
     """A cluster for the duration of the block; stopped and removed afterwards."""
-    cluster = Cluster(durable=durable)
+    cluster = Cluster(durable=durable, netns=netns, listen=listen)
     try:
         yield cluster.start()
     finally:

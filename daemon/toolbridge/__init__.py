@@ -32,6 +32,7 @@ from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
 from toolbridge._sandbox.bwrap.limits import SandboxLimits
+from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessOutcome, StopSignal
 from toolbridge._server.sidecar import SidecarToken
 from toolbridge._step import Step
 from toolbridge._tools.builtin import ask_user, request_approval
@@ -57,7 +58,10 @@ __all__ = [
     "FunctionContext",
     "FunctionRef",
     "JournalError",
+    "LaunchSpec",
+    "Launcher",
     "NonRetriableError",
+    "ProcessOutcome",
     "ReplayMismatchError",
     "RunBusyError",
     "RunLeaseLostError",
@@ -71,6 +75,7 @@ __all__ = [
     "Step",
     "StepError",
     "Steps",
+    "StopSignal",
     "Tool",
     "ToolContext",
     "ToolDefinitions",

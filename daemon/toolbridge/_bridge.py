@@ -29,13 +29,14 @@ from toolbridge._records import check_run_id
 from toolbridge._sandbox.kinds import SandboxKind, launcher_for
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
-from toolbridge._secrets import key_file_beside, state_dir
+from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
 from toolbridge._server.shutdown import Shutdown
 from toolbridge._server.sidecar import SidecarScopes, SidecarToken
 from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE
 from toolbridge._step import Step
+from toolbridge._tls import TLSConfig
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext
@@ -75,6 +76,15 @@ class Bridge:
         shutdown_grace: Seconds that calls in flight get to finish when the bridge closes
             (new calls are refused meanwhile); then they are cancelled and stay ``running``.
         connection_idle: Seconds a sandbox's connection may carry no call before it is closed.
+        tls_cert: With ``listen``: serve TLS with this certificate chain (a PEM file).
+        tls_key: The certificate's private key (a PEM file).
+        tls_client_ca: Require clients to present a certificate from this CA (mutual TLS).
+        insecure: Serve a non-loopback ``listen`` without TLS all the same (tokens then
+            travel in clear text; it warns). Without it, that is refused with ``TLSError``.
+        secret_key: The host's key for secrets kept in the journal (sealed results, keyed
+            hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
+            missing). By default a ``.key`` file beside a SQLite journal; give the same key to
+            every host sharing a PostgreSQL journal.
 
     Every time option takes seconds as a number or a duration string (``"250ms"``, ``"10s"``,
     ``"5m"``, ``"1h30m"``); a bad one raises ``ValueError`` naming the option.
@@ -102,12 +112,19 @@ class Bridge:
         recover: bool = False,
         shutdown_grace: Duration = 5.0,
         connection_idle: Duration = DEFAULT_CONNECTION_IDLE,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_client_ca: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
+        secret_key: bytes | str | os.PathLike[str] | None = None,
     ) -> None:
         self._endpoint = Endpoint(
             socket=socket,
             listen=listen,
             max_bytes=max_request_bytes,
             idle=seconds(connection_idle, option="connection_idle"),
+            tls=TLSConfig.from_options(tls_cert, tls_key, tls_client_ca),
+            insecure=insecure,
         )
         self._journal: Journal = open_journal(journal, durability=durability)
         self._launcher = launcher_for(sandbox)
@@ -115,7 +132,15 @@ class Bridge:
         self._registry = Registry(tools or {})
         self._tools = self._registry.tools
         self._background: set[asyncio.Future[Any]] = set()
-        self._runs = Runs(self._journal, self._background, lease=seconds(run_lease, option="run_lease"))
+        self._key_file = None if secret_key is None or isinstance(secret_key, bytes) else Path(secret_key)
+        secrets = None
+        if isinstance(secret_key, bytes):
+            secrets = SecretBox(secret_key)
+        elif self._key_file is not None:
+            secrets = SecretBox.from_file(self._key_file)
+        self._runs = Runs(
+            self._journal, self._background, lease=seconds(run_lease, option="run_lease"), secrets=secrets
+        )
         self._events = EventBus(self._journal)
         self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
@@ -128,7 +153,8 @@ class Bridge:
 
     @property
     def address(self) -> str:
-        """Where sandboxes reach this bridge while it is open: ``unix:PATH`` or ``HOST:PORT``."""
+        """Where sandboxes reach this bridge while it is open: ``unix:PATH``, ``HOST:PORT``, or
+        ``tls://HOST:PORT`` when it serves TLS."""
         return self._endpoint.address
 
     @functools.cached_property
@@ -159,18 +185,30 @@ class Bridge:
         """Where the journal is (the path or URL given as ``journal=``), or ``None`` without one."""
         return self._journal.location
 
-    def serve_on(self, *, socket: str | os.PathLike[str] | None = None, listen: str | None = None) -> Bridge:
+    def serve_on(
+        self,
+        *,
+        socket: str | os.PathLike[str] | None = None,
+        listen: str | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+        tls_client_ca: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
+    ) -> Bridge:
         """Serve elsewhere than configured, before entering (``serve --socket/--listen``); returns self.
 
         Args:
             socket: A Unix socket to serve on (by default, one in a fresh private directory).
             listen: A TCP ``HOST:PORT`` instead.
+            tls_cert, tls_key, tls_client_ca, insecure: As for :class:`Bridge`.
 
         Raises:
             ValueError: when both are given.
+            TLSError: for clear text off loopback without ``insecure``, or half a TLS setting.
             ToolbridgeError: when the bridge is already serving.
         """
-        self._endpoint.move(socket=socket, listen=listen)
+        tls = TLSConfig.from_options(tls_cert, tls_key, tls_client_ca)
+        self._endpoint.move(socket=socket, listen=listen, tls=tls, insecure=insecure)
         return self
 
     def enable_recovery(self) -> Bridge:
@@ -263,7 +301,7 @@ class Bridge:
             steps_factory=nested_steps(self._events, self._registry.functions),
             approvals=self._approval_hub,
             functions=self._registry.functions,
-            state_paths=_state_paths(self._journal),
+            state_paths=(*_state_paths(self._journal), *([self._key_file] if self._key_file else [])),
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
@@ -364,6 +402,7 @@ class Bridge:
         *,
         run_id: str | None = None,
         tool_options: ToolOptions | None = None,
+        wait: Duration | None = None,
     ) -> Any:
         """Call a registered tool from the host, as a durable step of its own run.
 
@@ -376,6 +415,7 @@ class Bridge:
             arguments: Named arguments as a dict, or positional ones as a list.
             run_id: The run the call belongs to; a fresh one when omitted.
             tool_options: Timeout, attempts and size limits (``ToolOptions()`` by default).
+            wait: Seconds to wait for another bridge holding the run (see :meth:`run`).
 
         Returns:
             The tool's result, as JSON data.
@@ -389,7 +429,7 @@ class Bridge:
         from toolbridge._calls.host import call_registered_tool
 
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self.run(run_id):
+        async with self.run(run_id, wait=wait):
             state = self._runs.get(run_id)
             assert self._services is not None  # run() has checked that the bridge is open
             assert state is not None
@@ -404,18 +444,26 @@ class Bridge:
             )
 
     @contextlib.asynccontextmanager
-    async def run(self, run_id: str | None = None) -> AsyncIterator[Step]:
+    async def run(self, run_id: str | None = None, *, wait: Duration | None = None) -> AsyncIterator[Step]:
         """Enter a durable run; entering the same id again replays it.
+
+        A run held by a process of this machine that is gone (a host killed and started
+        again) is taken over at once. A run another live bridge holds is waited for.
 
         Args:
             run_id: The run's id; a fresh one when omitted.
+            wait: Seconds to wait for a live holder to leave or its lease to end (a little
+                over ``run_lease`` by default; ``0`` does not wait).
+
+        Raises:
+            RunBusyError: when a live holder still holds the run after ``wait``, naming it.
 
         Yields:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
         services = self._require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self._runs.session(run_id) as state:
+        async with self._runs.session(run_id, wait=wait) as state:
             yield Step(services, state)
 
 

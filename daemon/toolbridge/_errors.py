@@ -205,7 +205,7 @@ class RunBusyError(JournalError):
 
     Attributes:
         run_id: The run that is busy.
-        owner: Who holds it (``host:pid:random``, one per ``Bridge``).
+        owner: Who holds it (``host:pid:random:machine:start``, one per ``Bridge``).
         expires_at: When its lease runs out unless renewed (seconds since the epoch).
     """
 

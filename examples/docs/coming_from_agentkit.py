@@ -20,19 +20,25 @@ WRITE_FILE_INPUT = {  # AgentKit's `parameters`: a JSON Schema dict, or a pydant
 
 def write(args: Any, ctx: ToolContext) -> dict[str, bool]:
     # args: the validated parameters (a dict for a JSON Schema input, a model for a pydantic one)
-    # ctx: run_id, step_key, attempt, idempotency_key
+    # ctx: run_id, step_key, attempt, idempotency_key, and the run's state
     Path(args["path"]).write_text(args["contents"])
+    ctx.network.state["fileWritten"] = True  # AgentKit's network.state; ctx.state is the same
     return {"success": True}
 
 
 write_file = tool.step(
-    name="write_file",  # names are a letter, then letters, digits or _: not "write-file" today
+    name="write-file",
     description="Write a file to disk with the given contents",
     input=WRITE_FILE_INPUT,
     run=write,
     strict=True,  # the default, as in AgentKit
-    on_start=lambda parameters: {**parameters, "contents": parameters["contents"].strip()},
-    on_finish=lambda result: {**result, "checked": True},
+    lifecycle={
+        "on_start": lambda given: {
+            **given["parameters"],
+            "contents": given["parameters"]["contents"].strip(),
+        },
+        "on_finish": lambda given: {**given["result"], "checked": True},
+    },
 )
 # --8<-- [end:create]
 
@@ -40,12 +46,15 @@ write_file = tool.step(
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         target = str(Path(folder) / "note.txt")
+        # --8<-- [start:call]
         async with Bridge(journal="toolbridge.db") as bridge, bridge.run("agentkit-1") as step:
             done = await step.sandbox.python(
                 "write",
-                f'return await tools.write_file(path="{target}", contents="  hello  ")',
+                f'return await tools["write-file"](path="{target}", contents="  hello  ")',
                 tools=[write_file],
             )
+            assert step.state["fileWritten"] is True  # the host reads the run's state too
+        # --8<-- [end:call]
         assert done == {"success": True, "checked": True}, done
         assert Path(target).read_text() == "hello"
 

@@ -4,6 +4,7 @@ import asyncio
 from typing import Any
 
 from toolbridge import Bridge, ToolContext, ask_user, request_approval, tool
+from toolbridge.testing import tool_context
 
 # --8<-- [start:tool]
 ORDER_ID = {"type": "object", "properties": {"orderId": {"type": "string"}}, "required": ["orderId"]}
@@ -33,10 +34,18 @@ echo = tool.step(
     input={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     run=lambda input, ctx: f"echo: {input['text']}",
 )
+
+
+async def call_it_directly() -> None:
+    reply = await echo.invoke(tool_context(), {"text": "hi"})  # AGNT5's echo.invoke(ctx, {...})
+    assert reply == "echo: hi"  # validated and hooked, not journaled: no bridge involved
+
+
 # --8<-- [end:class]
 
 
 async def main() -> None:
+    await call_it_directly()
     # --8<-- [start:call]
     bridge = Bridge(journal="toolbridge.db", tools=[lookup_order, echo])
     async with bridge:

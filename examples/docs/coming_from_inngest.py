@@ -6,7 +6,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from toolbridge import Bridge, FunctionContext, ToolContext, ToolOptions, event_type, tool, tool_definitions
+from toolbridge import (
+    Bridge,
+    FunctionContext,
+    ToolContext,
+    ToolOptions,
+    event_type,
+    function_ref,
+    tool,
+    tool_definitions,
+)
 
 SANDBOX = Path(__file__).parent / "sandbox"
 CUSTOMERS = {"cus_1": {"name": "Acme Corp", "seats": 12}}
@@ -71,7 +80,7 @@ async def main() -> None:
                 "getCustomer": get_customer,
                 "listInvoices": lambda customer_id: [],  # a plain function: positional arguments
             },
-            tool_options=ToolOptions(tool_timeout=10, max_calls=50),  # seconds, not "10s"
+            tool_options=ToolOptions(tool_timeout="10s", max_calls=50),  # or seconds: tool_timeout=10
         )
         # --8<-- [end:commands]
         assert result.exit_code == 0, result.stderr
@@ -86,12 +95,19 @@ async def main() -> None:
         # --8<-- [end:runner]
         assert total == 120
 
+        # --8<-- [start:reference]
         refunded = await step.sandbox.python(
             "refunds",
-            'return [await tools.refund(order_id="o-1"), await tools.refundFn(order_id="o-2")]',
-            tools={"refund": refund, "refundFn": refund_fn},
+            'return [await tools.refund(order_id="o-1"), await tools.refundFn(order_id="o-2"),'
+            ' await tools.refundRef(order_id="o-3")]',
+            tools={
+                "refund": refund,  # a tool.group
+                "refundFn": refund_fn,  # the function itself
+                "refundRef": function_ref("refund"),  # referenceFunction(): found by id at call time
+            },
         )
-        assert refunded == [{"order_id": "o-1", "refunded": True}, {"order_id": "o-2", "refunded": True}]
+        # --8<-- [end:reference]
+        assert [item["order_id"] for item in refunded] == ["o-1", "o-2", "o-3"], refunded
 
     # --8<-- [start:definitions]
     definitions = tool_definitions({"getCustomer": get_customer})  # Anthropic's shape

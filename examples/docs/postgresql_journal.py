@@ -21,9 +21,9 @@ async def main() -> None:
     host_b = Bridge(tools={"charge": charge}, run_lease=30)
     async with host_a, host_b:
         async with host_a.run("order-42") as step:
-            # While host A holds the run, host B cannot enter it ...
+            # While host A holds the run, host B cannot enter it (wait=0: do not wait for A) ...
             try:
-                async with host_b.run("order-42"):
+                async with host_b.run("order-42", wait=0):
                     raise AssertionError("two holders")
             except RunBusyError as busy:
                 print(busy)  # names the holder and when its lease expires

@@ -24,6 +24,8 @@ async def invoke_directly() -> None:
     reply = await echo.invoke(ctx, {"text": "hi"})  # AGNT5's order; echo.invoke({...}) works too
     assert reply == "echo: hi"
     assert echo.schema()["requires_confirmation"] is False  # lookupOrder._tool.getSchema()
+
+
 # --8<-- [end:invoke]
 
 
@@ -78,6 +80,8 @@ async def main(journal: Path, sandbox: str = "process") -> None:
             )
     print(answer)
     assert answer == "Order A1 is shipped."
+
+
 # --8<-- [end:agent]
 
 

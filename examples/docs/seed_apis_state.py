@@ -77,6 +77,8 @@ async def main(journal: Path) -> None:
                 print(attempt, result, dict(step.state))
                 assert result == [{"success": True, "checked": True}, "Refused", "write-file failed"]
                 assert step.state == {"fileWritten": True}  # restored on replay too
+
+
 # --8<-- [end:run]
 
 

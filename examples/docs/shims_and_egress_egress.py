@@ -1,4 +1,4 @@
-# docs-sample: run by tests/door/test_docs_samples.py::test_the_egress_sample (a local HTTPS server and its CA)
+# docs-sample: run by tests/door/test_docs_samples.py::test_the_egress_sample
 """A sandboxed script calls an HTTPS API with a token it never holds.
 
 Usage: python shims_and_egress_egress.py [API_HOST [UPSTREAM_CA]]

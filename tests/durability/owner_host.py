@@ -1,13 +1,13 @@
 """A host that enters one run when told to, for tests of who owns a run. Run as its own process.
 
-Usage: python owner_host.py JOURNAL RUN_ID WORK_DIR RUN_LEASE [--wait-for-expiry]
+Usage: python owner_host.py JOURNAL RUN_ID WORK_DIR RUN_LEASE [--wait=SECONDS]
 
 It prints one JSON line per event on stdout and takes its cues from stdin, so that a test can
 line up two hosts exactly: ``ready`` (the bridge is open), then on the line ``go`` it enters
 the run and calls the at-most-once tool ``charge`` for step ``a`` (``holding``), then on the
-next line it calls ``charge`` for step ``b``, leaves the run and exits (``done``). When the run
-is busy it prints ``busy`` with the holder; with ``--wait-for-expiry`` it waits for the lease
-the error names and enters again (a takeover), else it exits.
+next line it calls ``charge`` for step ``b``, leaves the run and exits (``done``). Entering
+waits for a live holder as ``bridge.run(wait=)`` does (``--wait`` seconds, or its default);
+when the run is still busy it prints ``busy`` with the holder and exits.
 
 Every real execution of ``charge`` is appended to ``WORK_DIR/invocations.jsonl`` with its pid.
 """
@@ -18,7 +18,6 @@ import asyncio
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -41,7 +40,8 @@ async def cue() -> str:
 
 def main() -> None:
     journal, run_id, work_dir, lease = sys.argv[1:5]
-    wait_for_expiry = "--wait-for-expiry" in sys.argv
+    waits = [float(arg.removeprefix("--wait=")) for arg in sys.argv if arg.startswith("--wait=")]
+    wait = waits[0] if waits else None
     invocations = Path(work_dir) / "invocations.jsonl"
 
     def charge(args: Charge) -> dict[str, object]:
@@ -55,21 +55,15 @@ def main() -> None:
         async with Bridge(journal=journal, tools=tools, run_lease=float(lease)) as bridge:
             say("ready")
             assert await cue() == "go"
-            while True:
-                try:
-                    async with bridge.run(run_id):
-                        first = await bridge.call_tool("charge", {"step": "a"}, run_id=run_id)
-                        say("holding", a=first)
-                        await cue()
-                        second = await bridge.call_tool("charge", {"step": "b"}, run_id=run_id)
-                    say("done", b=second)
-                    return
-                except RunBusyError as busy:
-                    say("busy", owner=busy.owner, expires_at=busy.expires_at, message=str(busy))
-                    if not wait_for_expiry:
-                        return
-                    # The dead holder's lease is the condition: nothing else frees the run.
-                    await asyncio.sleep(max(0.0, busy.expires_at - time.time()) + 0.05)
+            try:
+                async with bridge.run(run_id, wait=wait):
+                    first = await bridge.call_tool("charge", {"step": "a"}, run_id=run_id)
+                    say("holding", a=first)
+                    await cue()
+                    second = await bridge.call_tool("charge", {"step": "b"}, run_id=run_id)
+                say("done", b=second)
+            except RunBusyError as busy:
+                say("busy", owner=busy.owner, expires_at=busy.expires_at, message=str(busy))
 
     asyncio.run(run())
 

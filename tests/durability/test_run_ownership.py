@@ -2,8 +2,9 @@
 
 - Two hosts entering the same run at once: exactly one executes its steps (an at-most-once
   tool runs once); the other gets ``RunBusyError`` naming the holder.
-- A holder killed with SIGKILL stops renewing its lease; once the lease expires the next host
-  takes the run over (its fence increases) and replays the steps the dead one completed.
+- A holder killed with SIGKILL is known dead by the next host on this machine (pid, boot id,
+  start time in its owner id): that host takes the run over at once (its fence increases) and
+  replays the steps the dead one completed. A live holder is waited for, then named.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def run_row(tmp_path: Path) -> tuple[str, int, Any]:
 async def test_two_hosts_entering_one_run_at_once_execute_it_once(
     start: Callable[..., Any], tmp_path: Path
 ) -> None:
-    first, second = await asyncio.gather(start(30.0), start(30.0))
+    first, second = await asyncio.gather(start(30.0, "--wait=0"), start(30.0, "--wait=0"))
     first.cue("go")
     second.cue("go")
     events = await asyncio.gather(first.event(), second.event())
@@ -113,10 +114,11 @@ async def test_two_hosts_entering_one_run_at_once_execute_it_once(
     assert (owner, fence, lease) == (busy["owner"], 1, None)  # left: the lease is released
 
 
-async def test_a_killed_holders_run_is_taken_over_once_its_lease_expires(
+async def test_a_killed_holders_run_is_taken_over_at_once_by_the_next_host_on_this_machine(
     start: Callable[..., Any], tmp_path: Path
 ) -> None:
-    dead, taker = await asyncio.gather(start(3.0), start(3.0, "--wait-for-expiry"))
+    # A lease far longer than the test waits: the takeover cannot come from its expiry.
+    dead, taker = await asyncio.gather(start(3600.0), start(3600.0))
     dead.cue("go")
     held = await dead.event()
     assert held["event"] == "holding"
@@ -124,13 +126,10 @@ async def test_a_killed_holders_run_is_taken_over_once_its_lease_expires(
     assert await dead.exited() == -signal.SIGKILL
     dead_owner, fence, lease = run_row(tmp_path)
     assert fence == 1
-    assert lease is not None  # killed: nobody released it
+    assert lease is not None  # killed: nobody released it, and it is live for an hour
     taker.cue("go")
-    busy = await taker.event()
-    assert busy["event"] == "busy"  # the dead holder's lease is still live
-    assert busy["owner"] == dead_owner
     took_over = await taker.event()
-    assert took_over["event"] == "holding"
+    assert took_over["event"] == "holding"  # no busy, no wait for the lease
     # Step a completed before the kill: replayed from the journal, not executed again.
     assert took_over["a"] == held["a"] == {"charged": "a", "by": dead.process.pid}
     taker.cue()
@@ -143,3 +142,36 @@ async def test_a_killed_holders_run_is_taken_over_once_its_lease_expires(
     owner, fence, _ = run_row(tmp_path)
     assert owner != dead_owner
     assert fence == 2  # one takeover
+
+
+async def test_a_live_holder_is_waited_for_then_named_in_run_busy_error(
+    start: Callable[..., Any], tmp_path: Path
+) -> None:
+    holder, waiter = await asyncio.gather(start(3600.0), start(3600.0, "--wait=0.5"))
+    holder.cue("go")
+    assert (await holder.event())["event"] == "holding"
+    waiter.cue("go")
+    busy = await waiter.event()
+    assert busy["event"] == "busy"
+    assert busy["owner"].split(":")[1] == str(holder.process.pid)
+    assert f"run {RUN_ID!r} is held by {busy['owner']}" in busy["message"]
+    assert await waiter.exited() == 0
+    holder.cue()
+    assert (await holder.event())["event"] == "done"
+    _, fence, _ = run_row(tmp_path)
+    assert fence == 1  # never taken from the live holder
+
+
+async def test_an_entry_waiting_for_a_live_holder_enters_once_it_leaves(
+    start: Callable[..., Any], tmp_path: Path
+) -> None:
+    holder, waiter = await asyncio.gather(start(3600.0), start(3600.0))  # the default wait
+    holder.cue("go")
+    held = await holder.event()
+    assert held["event"] == "holding"
+    waiter.cue("go")
+    holder.cue()  # the holder finishes and leaves while the waiter waits
+    assert (await holder.event())["event"] == "done"
+    entered = await waiter.event()
+    assert entered["event"] == "holding"
+    assert entered["a"] == held["a"]  # replayed

@@ -261,7 +261,7 @@ async def test_http_off_loopback_needs_a_sidecar_token_and_keeps_to_its_grant(fa
         await toolbridge(faces_dir, "token", "mint", TARGET, "--run", "tok-run", "--tool", "lookup", "--json")
     )
     token = minted["token"]
-    async with http_server(faces_dir, "0.0.0.0:0") as (url, _):
+    async with http_server(faces_dir, "0.0.0.0:0", "--insecure") as (url, _):  # TLS: tests/hosts
         local = "http://127.0.0.1:" + url.rsplit(":", 1)[1]
         assert await asyncio.to_thread(_status, local) == 401
         assert await asyncio.to_thread(_status, local, "tb1.nope.nope") == 401

@@ -16,7 +16,8 @@ import pytest
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher, SandboxLimits
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.process import ProcessLauncher
 
 MIB = 1024 * 1024
 DAEMON_DESCRIPTORS = 1024

@@ -21,7 +21,8 @@ from tests.helpers import WAIT
 from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge, ToolOptions
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.process import ProcessLauncher
 from toolbridge._server.transport import connection_cap
 
 CONNECTIONS = 1500

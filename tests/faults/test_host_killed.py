@@ -17,7 +17,8 @@ from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap import cgroups
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.process import ProcessLauncher
 
 WAIT = 60.0
 

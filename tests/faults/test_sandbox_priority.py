@@ -17,7 +17,8 @@ from tests.security.conftest import _REASON as BWRAP_UNAVAILABLE
 from tests.security.conftest import TEST_LIMITS
 from toolbridge import Bridge
 from toolbridge._sandbox.bwrap.launcher import BwrapLauncher
-from toolbridge._sandbox.launcher import SANDBOX_NICE, Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.process import SANDBOX_NICE, ProcessLauncher
 
 PROBE = """
 import json, os, subprocess, sys

@@ -35,7 +35,7 @@ async def test_an_open_run_stays_its_holders_past_one_lease(journal_path: Path) 
                 lambda: time.time() > first and (lease_expiry(journal_path, "r") or 0) > time.time()
             )
             with pytest.raises(RunBusyError, match="is held by"):
-                async with other.run("r"):
+                async with other.run("r", wait=0):
                     pass
         # Left: the lease is released, and the other bridge enters at once.
         assert lease_expiry(journal_path, "r") is None
@@ -53,7 +53,9 @@ async def test_a_sidecar_token_whose_run_another_bridge_holds_is_answered_unavai
     journal_path: Path,
 ) -> None:
     tools = {"lookup": lambda: 1}
-    async with Bridge(journal=journal_path) as holder, Bridge(journal=journal_path, tools=tools) as sidecar:
+    # The sidecar waits a little over its own lease for the live holder, then answers.
+    sidecar_bridge = Bridge(journal=journal_path, tools=tools, run_lease=LEASE)
+    async with Bridge(journal=journal_path) as holder, sidecar_bridge as sidecar:
         minted = await sidecar.mint_token(run_id="vm", tools=["lookup"], ttl=600)
         assert minted.token is not None
         async with holder.run("vm"), aio.insecure_channel(sidecar.address) as channel:

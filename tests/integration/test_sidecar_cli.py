@@ -151,10 +151,11 @@ async def test_mint_refuses_bad_requests(app_dir: Path, args: list[str], message
 
 
 async def test_serve_warns_when_listening_beyond_loopback(app_dir: Path) -> None:
-    async for served in _serve(app_dir, "--listen", "0.0.0.0:0"):
+    # Refused without --insecure: tests/hosts/test_tls_cli.py.
+    async for served in _serve(app_dir, "--listen", "0.0.0.0:0", "--insecure"):
         served.process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(served.process.wait(), WAIT)
         assert served.process.stderr is not None
         warning = (await served.process.stderr.read()).decode()
-        assert "no TLS" in warning
+        assert "without TLS" in warning
         assert "clear text" in warning

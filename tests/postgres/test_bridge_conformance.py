@@ -140,7 +140,7 @@ async def test_a_run_held_by_one_bridge_is_busy_for_another_until_it_leaves(jour
         async with a.run("held") as step:
             await step.run("first", lambda: 1)
             with pytest.raises(RunBusyError):
-                async with b.run("held"):
+                async with b.run("held", wait=0):
                     pass
         async with b.run("held") as step:
             assert await step.run("first", lambda: 2) == 1  # replayed: B took the run over

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolbridge._sandbox.bwrap.cgroups import _own_paths, _v1_mounts
-from toolbridge._sandbox.bwrap.launcher import SandboxLimits, _describe_setup_error, _setup_error, _view
+from toolbridge._sandbox.bwrap.launcher import SandboxLimits, _view
+from toolbridge._sandbox.bwrap.outcome import describe_setup_error, setup_error
 from toolbridge._sandbox.bwrap.plan import (
     STAGE_DIR,
     Bind,
@@ -163,26 +164,26 @@ def test_default_limits_are_generous_enough_for_node() -> None:
 
 
 def test_bwraps_own_complaints_are_told_apart_from_the_commands_output() -> None:
-    assert _setup_error(b"bwrap: Can't chdir to /x: Permission denied\n") == (
+    assert setup_error(b"bwrap: Can't chdir to /x: Permission denied\n") == (
         "bwrap: Can't chdir to /x: Permission denied"
     )
-    assert _setup_error(b"Traceback (most recent call last):\nbwrap: x\n") is None
-    assert _setup_error(b"") is None
+    assert setup_error(b"Traceback (most recent call last):\nbwrap: x\n") is None
+    assert setup_error(b"") is None
 
 
 def test_setup_errors_say_what_to_change() -> None:
     spec = LaunchSpec(argv=["node"], env={"PATH": "/rt/bin:/usr/bin"}, cwd=Path("/w"), timeout=1)
-    assert _describe_setup_error("bwrap: execvp node: No such file or directory", spec) == (
+    assert describe_setup_error("bwrap: execvp node: No such file or directory", spec) == (
         "cannot start 'node': not found on the sandbox PATH '/rt/bin:/usr/bin'"
     )
-    userns = _describe_setup_error(
+    userns = describe_setup_error(
         "bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
         "non-privileged user namespaces.",
         spec,
     )
     assert "unprivileged user namespaces" in userns
     assert "sysctl" in userns
-    chdir = _describe_setup_error("bwrap: Can't chdir to /w: Permission denied", spec)
+    chdir = describe_setup_error("bwrap: Can't chdir to /w: Permission denied", spec)
     assert "working directory /w" in chdir
 
 

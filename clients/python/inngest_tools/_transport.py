@@ -22,6 +22,8 @@ import collections
 import contextlib
 import itertools
 import json
+import os
+import secrets
 from typing import Any
 
 import grpc
@@ -30,11 +32,27 @@ from grpc import aio
 from inngest_tools._errors import ToolError
 from inngest_tools._proto import toolbridge_pb2 as pb
 from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
+from inngest_tools._tls import diagnose, tls_failure
 from inngest_tools._trace import current_traceparent
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
 BATCHES_METADATA_KEY = "x-toolbridge-batches"
 BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes"
+SESSION_METADATA_KEY = "x-toolbridge-session"
+"""A random id of this connection's life: with a call's id, it names the call to the daemon,
+so that a call sent again after its connection was lost meets the call already made."""
+TLS_CA_VARIABLE = "TOOLBRIDGE_TLS_CA"
+TLS_CERT_VARIABLE = "TOOLBRIDGE_TLS_CERT"
+TLS_KEY_VARIABLE = "TOOLBRIDGE_TLS_KEY"
+RECONNECT_VARIABLE = "TOOLBRIDGE_RECONNECT_WINDOW"
+RECONNECT_WINDOW = 60.0
+"""Seconds a call whose connection was lost is tried again for, on new connections, before it
+fails with a retryable ``Unavailable`` (``TOOLBRIDGE_RECONNECT_WINDOW`` overrides it)."""
+KEEPALIVE_TIME = 10.0
+"""Seconds of quiet on a connection with calls in flight before the client pings the daemon:
+a connection cut by the network is found within this and ``KEEPALIVE_TIMEOUT``, not after
+the minutes TCP takes to give up."""
+KEEPALIVE_TIMEOUT = 5.0
 BATCH_ENTRY_BYTES = 6
 """What a call adds to a batch besides itself: its field tag and length in ``more``."""
 TRANSPORT_MESSAGE_LIMIT = 64 * 1024 * 1024 + 64 * 1024
@@ -142,15 +160,64 @@ def decode_definitions(response: Any) -> list[dict[str, Any]]:
     return [json.loads(entry.definition_json) for entry in response.tools]
 
 
-def open_channel(address: str) -> aio.Channel:
-    """The channel to the daemon at ``address`` (one per connection)."""
-    return aio.insecure_channel(
-        address,
-        options=[
-            ("grpc.max_receive_message_length", TRANSPORT_MESSAGE_LIMIT),
-            ("grpc.max_send_message_length", TRANSPORT_MESSAGE_LIMIT),
-        ],
-    )
+def _env_path(name: str) -> bytes | None:
+    path = os.environ.get(name, "")
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise ToolError(
+            f"{name}={path} cannot be read: {exc.strerror or exc}", type="NotConfigured"
+        ) from None
+
+
+def open_channel(address: str) -> tuple[aio.Channel, bool]:
+    """The channel to ``address`` (as ``TOOLBRIDGE_ADDRESS`` gives it), and whether it is TLS.
+
+    TLS when the address is ``tls://HOST:PORT`` or ``TOOLBRIDGE_TLS_CA`` names a CA to trust
+    (then never clear text, whatever the address says); the system's CAs without one.
+    ``TOOLBRIDGE_TLS_CERT`` and ``TOOLBRIDGE_TLS_KEY`` give a client certificate (mutual TLS).
+    """
+    target = address.removeprefix("tls://")
+    options = [
+        ("grpc.max_receive_message_length", TRANSPORT_MESSAGE_LIMIT),
+        ("grpc.max_send_message_length", TRANSPORT_MESSAGE_LIMIT),
+        # A network that drops a connection silently is found by pings, only while calls are
+        # in flight (the daemon tolerates one each 5 s; see its transport settings).
+        ("grpc.keepalive_time_ms", round(KEEPALIVE_TIME * 1000)),
+        ("grpc.keepalive_timeout_ms", round(KEEPALIVE_TIMEOUT * 1000)),
+        ("grpc.keepalive_permit_without_calls", 0),
+        ("grpc.http2.max_pings_without_data", 0),  # a long call sends no data: keep pinging
+        # Reconnect soon after a partition heals, not after a backoff grown to minutes.
+        ("grpc.initial_reconnect_backoff_ms", 500),
+        ("grpc.max_reconnect_backoff_ms", 3000),
+    ]
+    ca = _env_path(TLS_CA_VARIABLE)
+    cert, key = _env_path(TLS_CERT_VARIABLE), _env_path(TLS_KEY_VARIABLE)
+    if (cert is None) != (key is None):
+        raise ToolError(
+            f"mutual TLS needs both {TLS_CERT_VARIABLE} and {TLS_KEY_VARIABLE}", type="NotConfigured"
+        )
+    if target is address and ca is None:
+        if cert is not None:
+            raise ToolError(
+                f"{TLS_CERT_VARIABLE} is set but TOOLBRIDGE_ADDRESS={address} is not tls:// and "
+                f"{TLS_CA_VARIABLE} is not set: refusing to send the token in clear text",
+                type="NotConfigured",
+            )
+        return aio.insecure_channel(address, options=options), False
+    credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+    return aio.secure_channel(target, credentials, options=options), True
+
+
+def reconnect_window() -> float:
+    text = os.environ.get(RECONNECT_VARIABLE, "")
+    try:
+        return max(0.0, float(text)) if text else RECONNECT_WINDOW
+    except ValueError:
+        return RECONNECT_WINDOW
 
 
 class Connection:
@@ -158,9 +225,15 @@ class Connection:
 
     def __init__(self, address: str, token: str) -> None:
         self.loop = asyncio.get_running_loop()
-        self._channel = open_channel(address)
+        self.address = address
+        self._channel, self._tls = open_channel(address)
         self._stub = pb_grpc.ToolBridgeServiceStub(self._channel)
         self._metadata = ((TOKEN_METADATA_KEY, token),)
+        self._session = secrets.token_hex(16)
+        self._connected = False  # a stream of this connection has been answered by a daemon
+        self._sent: dict[int, pb.CallToolStreamRequest] = {}  # calls pending, to send again
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._window = reconnect_window()
         self._stream: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._opened_at = 0.0
@@ -175,7 +248,9 @@ class Connection:
     def _open_stream(self) -> Any:
         self._batch_bytes = 0
         self._opened_at = self.loop.time()
-        self._stream = self._stub.CallToolStream(metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1")))
+        self._stream = self._stub.CallToolStream(
+            metadata=(*self._metadata, (BATCHES_METADATA_KEY, "1"), (SESSION_METADATA_KEY, self._session))
+        )
         self._reader = self.loop.create_task(self._read(self._stream))
         return self._stream
 
@@ -200,6 +275,9 @@ class Connection:
         failure: ToolError
         try:
             self._batch_bytes = _batch_bytes(await stream.initial_metadata())
+            # The daemon's first answer on a stream says how large a batch it reads: a stream
+            # that fails before any answer gives empty metadata, and reached no daemon.
+            self._connected = self._connected or self._batch_bytes > 0
             async for message in stream:
                 self._answer(message)
                 for answer in message.more:
@@ -214,14 +292,61 @@ class Connection:
             stream.cancel()
         if self._stream is not stream:
             return  # retired with no call in flight: the calls pending are the next stream's
-        # The stream is gone: fail what it carried and what waits to be sent (so that nothing
-        # failed here runs later on another stream), and let the next call open a new one.
         self._stream = None
+        if failure.type == "Unavailable" and self._tls:
+            failure = tls_failure(failure.message, self.address) or failure
+        if self._reconnecting is not None:
+            return  # a stream opened meanwhile: its calls are sent again with the others
+        if failure.type == "Unavailable" and self._connected and self._pending and self._window > 0:
+            # The connection was lost (a network cut, a daemon restarted): the calls it
+            # carried, and those waiting to be sent, go again on a new one, under the same
+            # ids, so that the daemon answers each from the call it already made.
+            self._writing = True  # calls made meanwhile wait in the outbox
+            self._reconnecting = self.loop.create_task(self._reconnect(failure))
+        elif failure.type == "Unavailable" and self._tls and not self._connected:
+            self._writing = True
+            self._reconnecting = self.loop.create_task(self._fail_diagnosed(failure))
+        else:
+            self._fail_all(failure)
+
+    def _fail_all(self, failure: ToolError) -> None:
+        """Fail what the stream carried and what waits to be sent (so that nothing failed here
+        runs later on another stream), and let the next call open a new one."""
         self._outbox.clear()
+        self._sent.clear()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(failure)
         self._pending.clear()
+        self._writing = False
+
+    async def _fail_diagnosed(self, failure: ToolError) -> None:
+        """A TLS connection that never carried a call: say why in one line, when TLS is why."""
+        try:
+            found = await diagnose(self.address, failure.message)
+        finally:
+            self._reconnecting = None
+        self._fail_all(found or failure)
+
+    async def _reconnect(self, failure: ToolError) -> None:
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), self._window)
+        except TimeoutError:
+            self._fail_all(
+                ToolError(
+                    f"the daemon at {self.address} was unreachable for {self._window:g} s "
+                    f"({failure.message}); the call's outcome, if it ran, is in the daemon's journal",
+                    type="Unavailable",
+                    retryable=True,
+                )
+            )
+            return
+        finally:
+            self._reconnecting = None
+        waiting = {request.call_id for request in self._outbox}
+        again = [request for call_id, request in sorted(self._sent.items()) if call_id not in waiting]
+        self._outbox.extendleft(reversed(again))
+        self._drainer = self.loop.create_task(self._drain())
 
     def _answer(self, answer: Any) -> None:
         if answer.WhichOneof("answer") == "waiting":
@@ -231,6 +356,7 @@ class Connection:
             self.waiting[answer.call_id] = answer.waiting
             return
         self.waiting.pop(answer.call_id, None)
+        self._sent.pop(answer.call_id, None)
         future = self._pending.pop(answer.call_id, None)
         if future is not None and not future.done():
             future.set_result(answer)
@@ -246,6 +372,7 @@ class Connection:
             ) from None
         future: asyncio.Future[Any] = self.loop.create_future()
         self._pending[call_id] = future
+        self._sent[call_id] = request
         self._outbox.append(request)
         if not self._writing:
             await self._write_first()
@@ -257,17 +384,20 @@ class Connection:
         try:
             await self._write_batch()
         finally:
-            if self._outbox:
+            if self._reconnecting is not None:
+                pass  # the reconnection sends the outbox once a connection is ready
+            elif self._outbox:
                 self._drainer = self.loop.create_task(self._drain())
             else:
                 self._writing = False
 
     async def _drain(self) -> None:
         try:
-            while self._outbox:
+            while self._outbox and self._reconnecting is None:
                 await self._write_batch()
         finally:
-            self._writing = False
+            if self._reconnecting is None:
+                self._writing = False
 
     async def _write_batch(self) -> None:
         stream = self._stream
@@ -283,7 +413,10 @@ class Connection:
             await stream.write(message)
         except (grpc.RpcError, asyncio.InvalidStateError) as exc:
             failure = await _write_failure(exc, stream)
+            if failure.type == "Unavailable" and ((self._connected and self._window > 0) or self._tls):
+                return  # the stream's reader sends them again, or says why TLS failed
             for request in batch:
+                self._sent.pop(request.call_id, None)
                 future = self._pending.pop(request.call_id, None)
                 if future is not None and not future.done():
                     future.set_exception(failure)

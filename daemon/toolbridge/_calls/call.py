@@ -16,14 +16,15 @@ from toolbridge._calls import approvals
 from toolbridge._calls.hooks import error_hook, finish_hook, start_hook
 from toolbridge._calls.limits import call_slot
 from toolbridge._calls.scope import CommandScope
+from toolbridge._calls.secrets import journaled_arguments, journaled_result, opened_result
 from toolbridge._durable import failpoints as _failpoints
 from toolbridge._durable.attempts import run_attempts
 from toolbridge._durable.boundary import Kind, catch
 from toolbridge._errors import JournalError, ProtocolError, ToolError
-from toolbridge._json import JSONFormatError, canonical, digest, dumps, loads_strict
-from toolbridge._options import ToolOptions
+from toolbridge._json import JSONFormatError, canonical, digest, loads_strict
 from toolbridge._records import StepRecord
 from toolbridge._schema.schema import SchemaValidationError
+from toolbridge._secrets import SecretBox
 from toolbridge._telemetry import tracing
 from toolbridge._tools.context import ToolContext
 from toolbridge._tools.tool import Tool
@@ -42,9 +43,9 @@ class CallOutcome:
     replayed: bool = False
 
 
-def _outcome(rec: StepRecord, *, replayed: bool) -> CallOutcome:
-    if rec.status == "completed":
-        return CallOutcome(rec.key, result_json=rec.output_json, replayed=replayed)
+def _outcome(rec: StepRecord, *, replayed: bool, box: SecretBox) -> CallOutcome:
+    if rec.status == "completed":  # a secret in it is sealed in the journal, opened for the sandbox
+        return CallOutcome(rec.key, result_json=opened_result(rec.output_json, box), replayed=replayed)
     return CallOutcome(rec.key, error=ToolError.from_dict(rec.error or {}), replayed=replayed)
 
 
@@ -79,13 +80,17 @@ async def call_tool(
     on_waiting: approvals.OnWaiting | None = None,
     traceparent: str = "",
     detached: bool = False,
+    call_id: tuple[str, int] | None = None,
 ) -> CallOutcome:
     """Answer one call from a sandbox: replay it from the journal, or run it as a step.
 
     ``on_waiting`` is told when the call starts to wait for a person's decision;
     ``traceparent`` is the caller's W3C trace context, the parent of the call's span.
     ``detached``: the calling task is never cancelled by the asker (see
-    :meth:`RunState.single_flight`), so the call runs in it.
+    :meth:`RunState.single_flight`), so the call runs in it. ``call_id``: the id the client
+    gave the call (its session and number); a call sent again under an id already seen (its
+    connection was lost) is the same call: it joins the one in flight or gets its recorded
+    outcome, is not counted again, and never runs twice.
 
     Raises:
         ProtocolError: for calls the protocol refuses before any tool is involved
@@ -93,7 +98,7 @@ async def call_tool(
     """
     async with call_slot(scope):
         return await _call_tool(
-            scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached
+            scope, tool_name, positional_json, named_json, on_waiting, traceparent, detached, call_id
         )
 
 
@@ -105,6 +110,7 @@ async def _call_tool(
     on_waiting: approvals.OnWaiting | None,
     traceparent: str,
     detached: bool,
+    call_id: tuple[str, int] | None,
 ) -> CallOutcome:
     options = scope.options
     size = len(tool_name) + len(positional_json) + len(named_json)
@@ -118,27 +124,38 @@ async def _call_tool(
         # The same answer for a tool that does not exist and one given to another command.
         raise ProtocolError("NOT_FOUND", f"no tool named {tool_name!r} for {scope.caller}")
     positional, named = _parse_arguments(positional_json, named_json)
-    scope.calls += 1
-    allowed = scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
-    if not allowed:
-        scope.stop.note("max_calls")  # the outcome says so even if the command ends first
-        asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
-        return CallOutcome(
-            "",
-            error=ToolError(
-                f"{scope.caller} made more than {options.max_calls} tool calls; "
-                + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
-                type="MaxCallsExceeded",
-            ),
-        )
-    input_json = _call_input(positional, named)
+    if tool.input_may_hold_secrets:  # journaled (and keyed) with each secret as its keyed hash
+        input_json = _call_input(*journaled_arguments(tool, positional, named, scope.run.secrets))
+    else:
+        input_json = _call_input(positional, named)
     prefix = f"{scope.command_key}/" if scope.command_key else ""  # no command: the host called
-    key = await scope.keys.key(f"{prefix}{tool_name}@{digest(input_json, 12)}")
+    base = f"{prefix}{tool_name}@{digest(input_json, 12)}"
+    key = None if call_id is None else scope.sent.get(call_id)
+    if key is None or key.partition("#")[0] != base:  # a first sending (an id reused for
+        # another call is a new call too): counted, and given the next occurrence's key
+        scope.calls += 1
+        allowed = (
+            scope.calls <= options.max_calls if scope.count_call is None else await scope.count_call(scope)
+        )
+        if not allowed:
+            scope.stop.note("max_calls")  # the outcome says so even if the command ends first
+            asyncio.get_running_loop().call_later(STOP_GRACE, scope.stop.stop, "max_calls")
+            return CallOutcome(
+                "",
+                error=ToolError(
+                    f"{scope.caller} made more than {options.max_calls} tool calls; "
+                    + ("it is being stopped" if scope.caller == "this command" else "it may make no more"),
+                    type="MaxCallsExceeded",
+                ),
+            )
+        key = await scope.keys.key(base)
+        if call_id is not None:
+            scope.remember(call_id, key)
     run = scope.run
     recorded = await run.claim(key, by=scope.keys)
     if recorded is not None and recorded.done:
         tracing.replayed(recorded, scope.trace_context)
-        return _outcome(recorded, replayed=True)
+        return _outcome(recorded, replayed=True, box=scope.run.secrets)
 
     step = _run_lean_step if recorded is None and _is_lean(tool) else _run_tool_step
 
@@ -157,7 +174,10 @@ async def _call_tool(
                 outcome = await _run_tool_step(
                     scope, tool, tool_name, key, input_json, positional, named, named_json, on_waiting
                 )
-            span.finish(run.record(key), outcome.error, outcome.result_json)
+            record = run.record(key)
+            # The journal's form: a secret in the result stays sealed in the span.
+            shown = record.output_json if record is not None else outcome.result_json
+            span.finish(record, outcome.error, shown)
         return outcome
 
     return await run.single_flight(key, work, shield=True, detached=detached)
@@ -242,7 +262,7 @@ async def _run_tool_step(
     journal = run.journal
     rec = await run.take(key)
     if rec is not None and rec.done:  # finished while we waited to start
-        return _outcome(rec, replayed=True)
+        return _outcome(rec, replayed=True, box=scope.run.secrets)
     _failpoints.hit("before_step_started")
     if rec is None:
         rec = run.new_step(
@@ -324,18 +344,19 @@ async def _attempts_then_finish(
             value = await finish_hook(tool, tool_name, value, rec)
         except ToolError as exc:
             return await _finish(rec, scope, error=await error_hook(tool, tool_name, exc, rec))
-    result = _result_json(tool, tool_name, value, rec, scope.options)
+    result = _result_json(tool, tool_name, value, rec, scope)
     if isinstance(result, ToolError) and tool.on_error is not None:
         result = await error_hook(tool, tool_name, result, rec)
     return await _finish(rec, scope, result=result)
 
 
 def _result_json(
-    tool: Tool, tool_name: str, value: Any, rec: StepRecord, options: ToolOptions
+    tool: Tool, tool_name: str, value: Any, rec: StepRecord, scope: CommandScope
 ) -> str | ToolError:
-    """Validate and serialize a result, or say why it cannot be sent."""
+    """Validate and serialize a result (each secret sealed), or say why it cannot be sent."""
+    options = scope.options
     try:
-        text = dumps(tool.result_to_jsonable(value))
+        text = journaled_result(tool, value, scope.run.secrets)
     except Exception as exc:
         kind: Kind = "OutputValidationError" if isinstance(exc, SchemaValidationError) else "InternalError"
         caught = catch(exc, what=f"tool {tool_name!r}", kind=kind)
@@ -376,4 +397,4 @@ async def _finish(
         rec.take_back()
         raise
     _failpoints.hit("after_result_recorded")
-    return _outcome(rec, replayed=False)
+    return _outcome(rec, replayed=False, box=scope.run.secrets)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -17,7 +18,10 @@ from toolbridge._options import ToolOptions
 from toolbridge._sandbox.launcher import StopSignal
 from toolbridge._tools.tool import Tool
 
-__all__ = ["CommandScope"]
+__all__ = ["CALLS_REMEMBERED", "CommandScope"]
+
+CALLS_REMEMBERED = 4096
+"""The most recent calls a scope remembers by their client's id, to know one sent again."""
 
 
 @dataclass(eq=False)
@@ -47,6 +51,16 @@ class CommandScope:
     trace_context: Context | None = None  # the command's span: the parent of calls that carry none
     # Who the caller is, in errors: a sidecar's or MCP client's calls come from no command.
     caller: str = "this command"
+    # The step key of each recent call by the id its client gave it (a session and a call
+    # number): a client whose connection was lost sends its calls in flight again, on a new
+    # connection, under the same ids, and each must meet its own step, not a new occurrence.
+    sent: OrderedDict[tuple[str, int], str] = field(default_factory=OrderedDict)
+
+    def remember(self, call_id: tuple[str, int], key: str) -> None:
+        """Note the step key of the call ``call_id`` (the oldest is forgotten past the cap)."""
+        self.sent[call_id] = key
+        if len(self.sent) > CALLS_REMEMBERED:
+            self.sent.popitem(last=False)
 
     def __post_init__(self) -> None:
         self.keys = KeyCounter(self.run)

@@ -21,7 +21,9 @@ import sys
 from typing import Any
 
 from toolbridge._bridge import Bridge
+from toolbridge._cli.serve import add_tls_options, tls_config
 from toolbridge._cli.target import CLIError, load_bridge
+from toolbridge._tls import TLSConfig, TLSError, check_clear_text
 
 __all__ = ["register"]
 
@@ -61,6 +63,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         metavar="SECONDS",
         help="seconds between progress notifications while a call runs (default 1)",
     )
+    add_tls_options(mcp, insecure=True)
     mcp.set_defaults(handler=_mcp)
 
 
@@ -73,6 +76,9 @@ def _mcp(args: argparse.Namespace) -> int:
     if args.progress_every <= 0:
         raise CLIError("--progress-every must be a positive number of seconds")
     server = mcp_server(bridge, progress_interval=args.progress_every)
+    tls = tls_config(args)
+    if tls is not None and args.http is None:
+        raise CLIError("--tls-cert is for --http HOST:PORT")
     if args.http is None:
         if args.no_auth:
             raise CLIError("--no-auth is for --http (stdio has no bearer token)")
@@ -90,13 +96,23 @@ def _mcp(args: argparse.Namespace) -> int:
         sock = bind(host, port)
     except OSError as exc:
         raise CLIError(f"--http: cannot listen on {args.http}: {exc.strerror or exc}") from None
+    try:
+        if tls is not None:
+            tls.load()
+            warning = None
+        else:
+            warning = check_clear_text(args.http, insecure=args.insecure, face="toolbridge mcp --http")
+    except TLSError as exc:
+        sock.close()
+        raise CLIError(str(exc)) from None
+    if warning is not None:
+        print(f"toolbridge: warning: {warning}", file=sys.stderr)
     if not is_loopback(host):
         print(
-            f"toolbridge: {args.http} is not a loopback address: every request needs a bearer token, "
-            "and without TLS in front it travels in clear text",
+            f"toolbridge: {args.http} is not a loopback address: every request needs a bearer token",
             file=sys.stderr,
         )
-    asyncio.run(_http(bridge, server, sock, host, None if args.no_auth else new_token()))
+    asyncio.run(_http(bridge, server, sock, host, None if args.no_auth else new_token(), tls))
     return 0
 
 
@@ -108,7 +124,9 @@ async def _stdio(bridge: Bridge, server: Any) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def _http(bridge: Bridge, server: Any, sock: Any, host: str, token: str | None) -> None:
+async def _http(
+    bridge: Bridge, server: Any, sock: Any, host: str, token: str | None, tls: TLSConfig | None
+) -> None:
     import uvicorn
 
     from toolbridge._mcp.http import MCP_PATH, mcp_http_app
@@ -117,9 +135,10 @@ async def _http(bridge: Bridge, server: Any, sock: Any, host: str, token: str | 
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     async with bridge:
         app = mcp_http_app(server, bridge, host=host, token=token)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        options = {} if tls is None else tls.uvicorn_options()
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", **options)  # type: ignore[arg-type]
         web = uvicorn.Server(config)
-        url = f"http://{shown}:{bound_port}{MCP_PATH}"
+        url = f"{'http' if tls is None else 'https'}://{shown}:{bound_port}{MCP_PATH}"
         print(f"toolbridge: MCP on {url}: {len(bridge.tools)} tools", file=sys.stderr)
         print(f"TOOLBRIDGE_MCP_URL={url}", flush=True)
         if token is None:

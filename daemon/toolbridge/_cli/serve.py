@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import ipaddress
 import json
 import signal
 import sys
+import warnings
 from collections.abc import Coroutine
 from typing import Any
 
 from toolbridge import Bridge
 from toolbridge._cli.target import CLIError, add_journal_option, journal_location, load_bridge
 from toolbridge._server.sidecar import SidecarToken, open_token_store, ttl_seconds
+from toolbridge._tls import ClearTextWarning, TLSConfig, TLSError, check_clear_text
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
@@ -37,7 +38,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     serve.add_argument("target", metavar="MODULE:ATTR")
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--socket", metavar="PATH", help="serve on this Unix socket")
-    where.add_argument("--listen", metavar="HOST:PORT", help="serve on TCP (no TLS: keep it private)")
+    where.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve on TCP; off loopback it needs --tls-cert/--tls-key (or --insecure)",
+    )
+    add_tls_options(serve, insecure=True)
     add_journal_option(serve)
     serve.add_argument(
         "--recover",
@@ -82,19 +88,29 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     revoke.set_defaults(handler=_revoke)
 
 
-def _warn_if_public(listen: str) -> None:
-    host = listen.rsplit(":", 1)[0].strip("[]")
-    try:
-        private = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        private = host == "localhost"
-    if not private:
-        print(
-            f"toolbridge: warning: {listen} is not a loopback address and the connection has no "
-            "TLS, so tokens travel in clear text; serve there only on a private network or "
-            "through a tunnel",
-            file=sys.stderr,
+def add_tls_options(parser: argparse.ArgumentParser, *, insecure: bool = False) -> None:
+    """``--tls-cert``, ``--tls-key``, ``--tls-client-ca`` (and ``--insecure``) on a TCP face."""
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve TLS with this certificate chain (PEM)")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    parser.add_argument(
+        "--tls-client-ca",
+        metavar="FILE",
+        help="require client certificates issued by this CA (mutual TLS)",
+    )
+    if insecure:
+        parser.add_argument(
+            "--insecure",
+            action="store_true",
+            help="serve a non-loopback address without TLS (tokens travel in clear text)",
         )
+
+
+def tls_config(args: argparse.Namespace) -> TLSConfig | None:
+    """The TLS files the flags name, or ``None``; a half-given setting is a CLI error."""
+    try:
+        return TLSConfig.from_options(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except TLSError as exc:
+        raise CLIError(str(exc)) from None
 
 
 async def serve_until_stopped(bridge: Bridge, stopped: asyncio.Event | None = None) -> None:
@@ -123,15 +139,36 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if args.recover:
         bridge.enable_recovery()
+    tls = tls_config(args)
+    if tls is not None and args.listen is None:
+        raise CLIError("--tls-cert is for a TCP address: add --listen HOST:PORT")
     if args.socket is not None or args.listen is not None:
-        bridge.serve_on(socket=args.socket, listen=args.listen)
+        try:
+            bridge.serve_on(
+                socket=args.socket,
+                listen=args.listen,
+                tls_cert=None if tls is None else tls.cert,
+                tls_key=None if tls is None else tls.key,
+                tls_client_ca=None if tls is None else tls.client_ca,
+                insecure=args.insecure,
+            )
+        except TLSError as exc:
+            raise CLIError(str(exc)) from None
     if args.grace is not None:
         try:
             bridge.shutdown_grace = args.grace
         except ValueError as exc:
             raise CLIError(str(exc)) from None
-    if args.listen is not None:
-        _warn_if_public(args.listen)
+    if args.listen is not None and tls is None:
+        warning = check_clear_text(args.listen, insecure=True, face="toolbridge serve")
+        if warning is not None:
+            print(f"toolbridge: warning: {warning}", file=sys.stderr)
+            warnings.filterwarnings("ignore", category=ClearTextWarning)  # said once, here
+    if tls is not None:
+        try:
+            tls.load()  # a wrong file is one line now, not a traceback from inside the bridge
+        except TLSError as exc:
+            raise CLIError(str(exc)) from None
     _run(serve_until_stopped(bridge))
     return 0
 

@@ -15,7 +15,9 @@ import signal
 import sys
 from typing import Any
 
+from toolbridge._cli.serve import add_tls_options, tls_config
 from toolbridge._cli.target import CLIError
+from toolbridge._tls import TLSError
 
 __all__ = ["register"]
 
@@ -36,6 +38,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     ui.add_argument(
         "--port", type=int, default=8766, metavar="N", help="the port (default 8766; 0: any free one)"
     )
+    add_tls_options(ui)
     ui.set_defaults(handler=_ui)
 
 
@@ -49,6 +52,12 @@ def _ui(args: argparse.Namespace) -> int:
         ) from None
     if not 0 <= args.port <= 65535:
         raise CLIError("--port must be from 0 to 65535")
+    tls = tls_config(args)
+    if tls is not None:
+        try:
+            tls.load()
+        except TLSError as exc:
+            raise CLIError(str(exc)) from None
     journal = open_reader(args.journal)
 
     async def serve() -> None:
@@ -58,7 +67,7 @@ def _ui(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signum, stopped.set)
         await journal.open()
         try:
-            async with serve_journal(journal, port=args.port) as url:
+            async with serve_journal(journal, port=args.port, tls=tls) as url:
                 print(
                     f"toolbridge: the runs of {args.journal}: open {url} to log in "
                     "(the link works once; keep it to yourself)",

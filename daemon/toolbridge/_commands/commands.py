@@ -8,40 +8,26 @@ are answered from the journal.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from toolbridge._calls.scope import CommandScope
-from toolbridge._commands.replay import REPLAY_VARIABLE, ClientReplay
-from toolbridge._commands.services import Services, command_environment
-from toolbridge._door.door import open_door
+from toolbridge._commands.command import CommandPlan, CommandRun
+from toolbridge._commands.services import Services
 from toolbridge._door.policy import Egress, EgressRule, as_egress
-from toolbridge._durable.identity import env_identity, expect_kind, expect_step
+from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
 from toolbridge._durable.steps import ClaimStep
 from toolbridge._durations import Duration, optional_seconds
-from toolbridge._errors import RunWaiting, SandboxError
-from toolbridge._json import canonical, dumps
-from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
-from toolbridge._records import StepRecord
-from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
-from toolbridge._telemetry import tracing
+from toolbridge._json import dumps
+from toolbridge._options import ToolOptions
 from toolbridge._tools.convert import to_tools
 
-__all__ = ["CommandResult", "Commands", "execute_command"]
-
-log = logging.getLogger("toolbridge")
-
-OUTPUT_LIMIT = 1024 * 1024
-"""Bytes of a command's stdout, and of its stderr, that are kept."""
+__all__ = ["CommandResult", "Commands"]
 
 
 @dataclass(frozen=True)
@@ -140,154 +126,33 @@ class Commands:
             recorded["not_asked_again"] = tuple(recorded.get("not_asked_again", ()))
             return CommandResult(**{**recorded, "replayed": True})
 
+        plan = CommandPlan(
+            kind="command",
+            name=name,
+            argv=argv,
+            tools=tool_map,
+            options=options,
+            identity={**identity, "cwd": str(work_dir)},
+            cwd=work_dir,
+            timeout=timeout,
+            env=env,
+            egress=door_egress,
+        )
+
         async def work() -> CommandResult:
-            step, outcome, stale = await execute_command(
-                self._services,
-                self._run,
-                key,
-                kind="command",
-                name=name,
-                argv=argv,
-                tools=tool_map,
-                options=options,
-                timeout=timeout,
-                env=env,
-                cwd=work_dir,
-                identity={**identity, "cwd": str(work_dir)},
-                egress=door_egress,
-            )
+            done = await CommandRun(self._services, self._run, key, plan).execute()
+            process = done.process
             result = CommandResult(
-                exit_code=outcome.exit_code,
-                stdout=outcome.stdout.decode(errors="replace"),
-                stderr=outcome.stderr.decode(errors="replace"),
-                stopped=outcome.stopped if outcome.stopped in ("timeout", "max_calls") else None,
-                not_asked_again=tuple(stale),
+                exit_code=process.exit_code,
+                stdout=process.stdout.decode(errors="replace"),
+                stderr=process.stderr.decode(errors="replace"),
+                stopped=process.stopped if process.stopped in ("timeout", "max_calls") else None,
+                not_asked_again=done.not_asked_again,
             )
             recorded = asdict(result)
             del recorded["replayed"]
-            step.complete(dumps(recorded))
-            await self._run.journal.write(step)
+            done.step.complete(dumps(recorded))
+            await self._run.journal.write(done.step)
             return result
 
         return await self._run.single_flight(key, work, shield=False)
-
-
-async def execute_command(
-    services: Services,
-    run: RunState,
-    key: str,
-    *,
-    kind: str,
-    name: str,
-    argv: list[str],
-    tools: Mapping[str, Any],
-    options: ToolOptions,
-    timeout: float | None,
-    env: Mapping[str, str] | None,
-    cwd: Path,
-    identity: Mapping[str, Any],
-    writable: Sequence[Path] = (),
-    egress: Egress | None = None,
-) -> tuple[StepRecord, ProcessOutcome, list[str]]:
-    """Start a command step (or restart an interrupted one) and run it to its end.
-
-    ``identity`` is what the step records as its input, checked when an interrupted step
-    runs again. The caller records the step's outcome. A command that could not start is
-    recorded as failed and raises; replay starts it again, since the cause is usually the
-    machine.
-
-    Returns:
-        The step, how the process ended, and the keys of recorded calls it did not make
-        again (when it was run again after an interruption).
-    """
-    rec = await run.lookup(key)
-    rerun = rec is not None
-    if rec is None:
-        rec = run.new_step(key, parent_key=None, kind=kind, name=name, input_json=canonical(dict(identity)))
-    elif rec.status == "failed" and (rec.error or {}).get("type") == "SandboxError":
-        # It never started: nothing of it ran, so it may start now as it is asked for.
-        expect_kind(rec, kind)
-        rec.input_json = canonical(dict(identity))
-    else:
-        # Run again (not answered from its record): where and with which variables may differ
-        # (a restart's new credentials); what runs may not.
-        expect_step(
-            rec, kind, {name: value for name, value in identity.items() if name not in ("cwd", "env")}
-        )
-        rec.reopen()
-    run.hold(rec)  # it runs again: in memory until its work ends
-    rec.attempts += 1
-    run.journal.write_soon(rec)
-    span = tracing.command_trace(run.run_id, key, kind=kind, name=name)
-    scope = CommandScope(
-        run=run,
-        command_key=key,
-        tools=dict(tools),
-        options=options,
-        steps_factory=services.steps_factory,
-        approvals=services.approvals,
-        trace_context=span.context,
-    )
-    token, token_id = services.tokens.mint(scope)
-    # Run again, the command answers its recorded calls itself (see _commands.replay).
-    replay = await ClientReplay.prepare(run, key, set(tools), options) if rerun else None
-    if replay is not None:
-        scope.keys, scope.count_call = replay.keys(run), replay.count_call
-    # A run taken over by another daemon stops here: its new holder runs it now.
-    forget = run.on_lost(lambda _: scope.stop.stop("cancelled"))
-    try:
-        async with (
-            _door(services, scope) as (address, socket_dir),
-            open_door(
-                scope,
-                python=services.runtime.bin_dir / "python3",
-                cwd=cwd,
-                egress=egress,
-                confined=services.launcher.name == "bwrap",
-            ) as door,
-        ):
-            environment = {**command_environment(services, address, token, env), **span.environment(env)}
-            environment.pop(REPLAY_VARIABLE, None)  # only the daemon's own records are answered from
-            if door is not None:  # shims (and egress): see toolbridge._door
-                environment = door.environment(environment)
-            spec = LaunchSpec(
-                argv=argv if door is None else door.argv(argv),
-                env={**environment, **(replay.environment if replay else {})},
-                cwd=cwd,
-                timeout=DEFAULT_COMMAND_TIMEOUT if timeout is None else timeout,
-                output_limit=OUTPUT_LIMIT,
-                read_only_paths=[*services.runtime.read_only_paths, *(door.read_only_paths if door else [])],
-                writable_paths=[*writable, *(replay.writable_paths if replay else [])],
-                socket_dir=socket_dir,
-                hidden_paths=services.state_paths,
-            )
-            outcome = await services.launcher.run(spec, scope.stop)
-        if replay is not None:
-            await replay.finish(run, scope)  # what the sandbox answered itself was asked again
-        span.finish(outcome.exit_code, outcome.stopped)
-    except SandboxError as exc:
-        span.fail(exc)
-        rec.fail({"type": "SandboxError", "message": str(exc)})
-        await run.journal.write(rec)
-        raise
-    finally:
-        forget()
-        services.tokens.revoke(token_id)
-        span.end()
-        if replay is not None:
-            replay.close()
-    await run.check_lease()
-    if outcome.stopped == "suspended":  # a call waits on a person: the step stays running
-        pending = await services.approvals.store.list(run_id=run.run_id, states=["pending"])
-        raise RunWaiting(run.run_id, pending)
-    stale = await run.mark_stale(key)
-    if stale:
-        log.warning("command %r ran again without asking for %d recorded call(s): %s", key, len(stale), stale)
-    return rec, outcome, stale
-
-
-def _door(services: Services, scope: CommandScope) -> AbstractAsyncContextManager[tuple[str, Path | None]]:
-    """The command's own socket (capped at its ``max_connections``), or the bridge's on TCP."""
-    if services.doors is None:
-        return contextlib.nullcontext((services.address, services.socket_dir))
-    return services.doors.open(scope, scope.options.max_connections)

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
+from toolbridge._calls.secrets import SEALED
 from toolbridge._durable.keycounter import KeyCounter
 from toolbridge._durable.runstate import PAGE, RunState
 from toolbridge._options import ToolOptions
@@ -99,11 +100,17 @@ async def _entries(run: RunState, command_key: str, tools: set[str]) -> list[_En
     entries = []
     for base, occurrences in by_base.items():
         records: list[StepRecord] = []
-        while (next_rec := occurrences.get(len(records) + 1)) is not None and next_rec.done:
+        while (next_rec := occurrences.get(len(records) + 1)) is not None and _answerable(next_rec):
             records.append(next_rec)
         if records:
             entries.append(_Entry(base, records))
     return entries
+
+
+def _answerable(rec: StepRecord) -> bool:
+    # A sealed secret is never written to the records file: the daemon answers that call,
+    # opening the seal in memory.
+    return rec.done and SEALED not in (rec.output_json or "")
 
 
 def _answer(rec: StepRecord) -> dict[str, Any]:

@@ -11,11 +11,13 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from toolbridge._commands.commands import Commands, execute_command
+from toolbridge._commands.command import CommandPlan, CommandRun
+from toolbridge._commands.commands import Commands
 from toolbridge._commands.services import Services
 from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable.identity import env_identity, expect_step
@@ -27,13 +29,55 @@ from toolbridge._json import canonical, digest
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import ProcessOutcome
-from toolbridge._schema.schema import SchemaValidationError, schema_from
+from toolbridge._sandbox.runtime.python import SandboxRuntime
+from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
 from toolbridge._tools.convert import to_tools
 
-__all__ = ["Sandbox"]
+__all__ = ["LANGUAGES", "Language", "Sandbox", "SnippetOptions"]
 
 STDERR_TAIL = 4000
 """Characters of a failed snippet's stderr quoted in its error."""
+
+
+class SnippetOptions(TypedDict, total=False):
+    """What a snippet may be given besides its code (the same for every language)."""
+
+    tools: Mapping[str, object] | Sequence[object] | None
+    output: Any
+    tool_options: ToolOptions | None
+    timeout: Duration | None
+    env: Mapping[str, str] | None
+    egress: Egress | Sequence[str | EgressRule] | None
+
+
+@dataclass(frozen=True)
+class Language:
+    """How a snippet in one language is run: the file it is written to, and its runner.
+
+    Attributes:
+        kind: The step's kind (``"python"``, ``"typescript"``).
+        filename: The file in the snippet's scratch directory that holds its code.
+        runner: The runner's command line (the file name follows it), from the runtime;
+            raises :class:`SandboxError` when the runtime cannot run the language.
+    """
+
+    kind: str
+    filename: str
+    runner: Callable[[SandboxRuntime], list[str]]
+
+
+def _node_runner(runtime: SandboxRuntime) -> list[str]:
+    if runtime.node_path is None or runtime.node_problem is not None:
+        problem = runtime.node_problem or "the Node client is not set up"
+        raise SandboxError(f"cannot run TypeScript snippets: {problem}")
+    return ["node", str(runtime.node_path / "inngest_tools" / "runner.js")]
+
+
+LANGUAGES = {
+    "python": Language("python", "snippet.py", lambda _: ["python3", "-m", "inngest_tools._runner"]),
+    "typescript": Language("typescript", "snippet.ts", _node_runner),
+}
+"""The languages a snippet may be written in, by name."""
 
 
 class Sandbox:
@@ -45,116 +89,47 @@ class Sandbox:
         self._claim = claim
         self.commands = Commands(services, run, claim)
 
-    async def python(
-        self,
-        step_id: str,
-        code: str,
-        *,
-        tools: Mapping[str, object] | Sequence[object] | None = None,
-        output: Any = None,
-        tool_options: ToolOptions | None = None,
-        timeout: Duration | None = None,
-        env: Mapping[str, str] | None = None,
-        egress: Egress | Sequence[str | EgressRule] | None = None,
-    ) -> Any:
+    async def python(self, step_id: str, code: str, **options: Unpack[SnippetOptions]) -> Any:
         """Run a Python snippet in the sandbox as a durable step and return its value.
 
         The snippet may use top-level ``await`` and ``return``; ``tools``, ``ToolError`` and
         ``definitions`` are defined without an import. The returned value travels as JSON
         and is validated strictly against ``output`` (a type, a pydantic model or a JSON
         Schema): ``"12"`` or ``12.0`` is not an ``int``, and objects are closed.
-        ``egress=`` is as for ``commands.run``: HTTP(S) through the snippet's own door.
+
+        Args:
+            step_id: The snippet's step id in the run.
+            code: The snippet.
+            **options: ``tools`` (as for ``commands.run``), ``output`` (what the value must
+                match), ``tool_options``, ``timeout``, ``env``, and ``egress`` (HTTP(S)
+                through the snippet's own door, as for ``commands.run``).
 
         Raises:
             SnippetError: when the snippet raises, exits non-zero, or returns a value that
                 fails validation (recorded, so a replay raises it again).
             SandboxError: when the sandbox cannot start.
         """
-        return await self._snippet(
-            "python",
-            step_id,
-            code,
-            "snippet.py",
-            ["python3", "-m", "inngest_tools._runner"],
-            tools=tools,
-            output=output,
-            tool_options=tool_options,
-            timeout=timeout,
-            env=env,
-            egress=egress,
-        )
+        return await self._snippet("python", step_id, code, **options)
 
-    async def typescript(
-        self,
-        step_id: str,
-        code: str,
-        *,
-        tools: Mapping[str, object] | Sequence[object] | None = None,
-        output: Any = None,
-        tool_options: ToolOptions | None = None,
-        timeout: Duration | None = None,
-        env: Mapping[str, str] | None = None,
-        egress: Egress | Sequence[str | EgressRule] | None = None,
-    ) -> Any:
+    async def typescript(self, step_id: str, code: str, **options: Unpack[SnippetOptions]) -> Any:
         """Run a TypeScript snippet under Node as a durable step; see :meth:`python`."""
-        runtime = self._services.runtime
-        runner = runtime.node_path
-        if runner is None or runtime.node_problem is not None:
-            raise SandboxError(
-                f"cannot run TypeScript snippets: {runtime.node_problem or 'the Node client is not set up'}"
-            )
-        return await self._snippet(
-            "typescript",
-            step_id,
-            code,
-            "snippet.ts",
-            ["node", str(runner / "inngest_tools" / "runner.js")],
-            tools=tools,
-            output=output,
-            tool_options=tool_options,
-            timeout=timeout,
-            env=env,
-            egress=egress,
-        )
+        return await self._snippet("typescript", step_id, code, **options)
 
     async def _snippet(
-        self,
-        kind: str,
-        step_id: str,
-        code: str,
-        filename: str,
-        runner: list[str],
-        *,
-        tools: Mapping[str, object] | Sequence[object] | None,
-        output: Any,
-        tool_options: ToolOptions | None,
-        timeout: Duration | None,
-        env: Mapping[str, str] | None,
-        egress: Egress | Sequence[str | EgressRule] | None,
+        self, language: str, step_id: str, code: str, **options: Unpack[SnippetOptions]
     ) -> Any:
+        """Run a snippet in ``language`` (a name in :data:`LANGUAGES`); see :meth:`python`."""
+        if language not in LANGUAGES:
+            raise ValueError(f"unknown snippet language {language!r}; use one of {', '.join(LANGUAGES)}")
         if not isinstance(code, str):
             raise TypeError("code must be a string")
-        timeout = optional_seconds(timeout, option="timeout")
-        tool_map = to_tools(tools or {})
-        output_schema = schema_from(output)
-        options = tool_options or ToolOptions()
+        lang = LANGUAGES[language]
+        timeout = optional_seconds(options.get("timeout"), option="timeout")
+        runner = lang.runner(self._services.runtime)
+        env = options.get("env")
+        tool_map = to_tools(options.get("tools") or {})
+        output_schema = schema_from(options.get("output"))
         key, rec = await self._claim(step_id)
-
-        def result(step: StepRecord) -> Any:
-            if step.status == "failed":
-                error = step.error or {}
-                raise SnippetError(
-                    str(error.get("message", "the snippet failed")),
-                    exit_code=error.get("exit_code"),
-                    stderr=str(error.get("stderr", "")),
-                )
-            if output_schema is None:
-                return json.loads(step.output_json or "null")
-            try:
-                return output_schema.validate_json(step.output_json or "null", strict=True)
-            except SchemaValidationError as exc:
-                raise SnippetError(f"the snippet's value does not match output: {exc}") from None
-
         # A snippet that could not start is tried again; any other outcome is replayed.
         identity = {
             "code_sha256": digest(code, 64),
@@ -162,36 +137,51 @@ class Sandbox:
             "env": env_identity(env, self._run.secrets),
         }
         if rec is not None and rec.done and not _failed_to_start(rec):
-            return result(expect_step(rec, kind, identity))
+            return _result(expect_step(rec, lang.kind, identity), output_schema)
 
         async def work() -> Any:
             work_dir = Path(tempfile.mkdtemp(prefix="toolbridge-snippet-"))
             try:
-                (work_dir / filename).write_text(code, encoding="utf-8")
+                (work_dir / lang.filename).write_text(code, encoding="utf-8")
                 result_path = work_dir / "result.json"
-                step, outcome, _ = await execute_command(
-                    self._services,
-                    self._run,
-                    key,
-                    kind=kind,
+                plan = CommandPlan(
+                    kind=lang.kind,
                     name=step_id,
-                    argv=[*runner, filename],
+                    argv=[*runner, lang.filename],
                     tools=tool_map,
-                    options=options,
+                    options=options.get("tool_options") or ToolOptions(),
+                    identity={"code": code, **identity},
+                    cwd=work_dir,
                     timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
-                    cwd=work_dir,
-                    identity={"code": code, **identity},
-                    egress=as_egress(egress),
                     writable=[work_dir],
+                    egress=as_egress(options.get("egress")),
                 )
-                _record_snippet(step, outcome, result_path, output_schema)
+                done = await CommandRun(self._services, self._run, key, plan).execute()
+                _record_snippet(done.step, done.process, result_path, output_schema)
             finally:
                 shutil.rmtree(work_dir, ignore_errors=True)
-            await self._run.journal.write(step)
-            return result(step)
+            await self._run.journal.write(done.step)
+            return _result(done.step, output_schema)
 
         return await self._run.single_flight(key, work, shield=False)
+
+
+def _result(step: StepRecord, output_schema: Schema | None) -> Any:
+    """A finished snippet's value, or its recorded failure raised again."""
+    if step.status == "failed":
+        error = step.error or {}
+        raise SnippetError(
+            str(error.get("message", "the snippet failed")),
+            exit_code=error.get("exit_code"),
+            stderr=str(error.get("stderr", "")),
+        )
+    if output_schema is None:
+        return json.loads(step.output_json or "null")
+    try:
+        return output_schema.validate_json(step.output_json or "null", strict=True)
+    except SchemaValidationError as exc:
+        raise SnippetError(f"the snippet's value does not match output: {exc}") from None
 
 
 def _failed_to_start(rec: StepRecord) -> bool:

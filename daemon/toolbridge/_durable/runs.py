@@ -24,10 +24,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from toolbridge._durable.runstate import RunState
-from toolbridge._durations import seconds
-from toolbridge._errors import JournalError, RunLeaseLostError, RunWaiting
+from toolbridge._durations import Duration, seconds
+from toolbridge._errors import JournalError, RunBusyError, RunLeaseLostError, RunWaiting
 from toolbridge._journal.base import Journal
-from toolbridge._records import RunStatus
+from toolbridge._records import RunStatus, StepRecord
 from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 from toolbridge._telemetry import tracing
 
@@ -35,6 +35,14 @@ __all__ = ["Runs"]
 
 
 log = logging.getLogger("toolbridge")
+
+
+POLL = 0.2
+"""Seconds between looks at a run held by a live holder, while waiting for it."""
+
+
+def check_wait(wait: object) -> float:
+    return seconds(wait, option="wait", allow_zero=True)
 
 
 def check_lease(lease: object) -> float:
@@ -88,18 +96,26 @@ class Runs:
         """The open run ``run_id``, if an entry holds it."""
         return self._open.get(run_id)
 
-    async def enter(self, run_id: str) -> RunState:
+    @property
+    def default_wait(self) -> float:
+        """Seconds an entry waits for a live holder by default: a little over one lease."""
+        return self._lease * 1.1 + 1.0
+
+    async def enter(self, run_id: str, *, wait: Duration | None = None) -> RunState:
         """Enter ``run_id`` (taking its lease, recording it as running); return its shared state.
 
+        A holder known dead (a process of this machine that is gone) is taken over at once; a
+        live one is waited for, up to ``wait`` seconds (:attr:`default_wait` when ``None``).
+
         Raises:
-            RunBusyError: when another bridge holds the run and its lease is live.
+            RunBusyError: when another bridge still holds the run after ``wait``.
         """
         state = self._open.get(run_id)
         if state is None:
             asked = time.monotonic()
             loaded = RunState(run_id, self._journal, self._background)
             loaded.secrets = self.secrets
-            recorded = await self._journal.enter_run(run_id, lease=self._lease, limit=loaded.keep)
+            recorded = await self._enter_waiting(run_id, loaded.keep, wait)
             try:
                 await loaded.load(recorded)  # complete before anyone can ask it for a step
             except BaseException:
@@ -125,6 +141,21 @@ class Runs:
             state.entries -= 1
             raise
         return state
+
+    async def _enter_waiting(self, run_id: str, limit: int, wait: Duration | None) -> list[StepRecord]:
+        wait = self.default_wait if wait is None else check_wait(wait)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return await self._journal.enter_run(run_id, lease=self._lease, limit=limit)
+            except RunBusyError as busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                # Until the holder's lease would end, looking again now and then: it may leave
+                # (or die, and be taken over) sooner.
+                until_expiry = max(0.0, busy.expires_at - time.time()) + 0.01
+                await asyncio.sleep(min(left, until_expiry, POLL))
 
     def _renew_while_open(self, state: RunState) -> None:
         # Not among the background calls: shutdown waits for calls, and a renewal never ends
@@ -188,7 +219,7 @@ class Runs:
                     await self._journal.release_run(state.run_id)
 
     @contextlib.asynccontextmanager
-    async def session(self, run_id: str) -> AsyncIterator[RunState]:
+    async def session(self, run_id: str, *, wait: Duration | None = None) -> AsyncIterator[RunState]:
         """Enter ``run_id`` for the block; its outcome is the run's.
 
         A block that raises ``RunWaiting`` or is cancelled leaves the run open for the next
@@ -199,7 +230,7 @@ class Runs:
         """
         span = tracing.run_trace(run_id)
         try:
-            state = await self.enter(run_id)
+            state = await self.enter(run_id, wait=wait)
             try:
                 yield state
             except RunWaiting:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.steps import Steps
+from toolbridge._durations import Duration
 from toolbridge._errors import JournalError, RunBusyError
 from toolbridge._tools.events import Event
 from toolbridge._tools.functions import DurableFunction
@@ -33,7 +33,13 @@ __all__ = ["Triggers"]
 
 log = logging.getLogger("toolbridge")
 
-EnterRun = Callable[[str], AbstractAsyncContextManager[Steps]]
+
+class EnterRun(Protocol):
+    """Enters a run (``bridge.run``)."""
+
+    def __call__(
+        self, run_id: str, *, wait: Duration | None = None
+    ) -> AbstractAsyncContextManager[Steps]: ...
 
 
 class Triggers:
@@ -78,7 +84,8 @@ class Triggers:
     async def _run(self, function: DurableFunction, event: Event) -> None:
         try:
             data = function.trigger.validate(event.data) if function.trigger else event.data
-            async with self._enter(f"{function.id}/{event.id}") as step:
+            # Not waited for: a run another daemon holds is that daemon's to finish.
+            async with self._enter(f"{function.id}/{event.id}", wait=0) as step:
                 await function.call(Event(event.name, data, event.id, event.ts), step, step.run_id)
         except RunBusyError as exc:  # another daemon runs it (or resumed it first)
             log.info("function %r on event %s: %s", function.id, event.id, exc)

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import secrets
-import socket
+import logging
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,11 +32,14 @@ from toolbridge._journal import statements as s
 from toolbridge._journal.approvals import DECISIONS, INSERT_REQUEST, SQLApprovals
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.fences import Fences
+from toolbridge._journal.holders import holder_gone, new_owner
 from toolbridge._journal.statements import Statement, Write
 from toolbridge._journal.stepreads import StepReads
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
 __all__ = ["Durability", "Operation", "Query", "SQLJournal", "by_kind", "new_owner"]
+
+log = logging.getLogger("toolbridge")
 
 Durability = Literal["normal", "full"]
 """``"normal"`` survives a killed process, ``"full"`` a power loss (or a database crash) too."""
@@ -46,11 +47,6 @@ Durability = Literal["normal", "full"]
 Rows = list[Sequence[Any]]
 Fenced = dict[str, tuple[str | None, int]]
 """Run id -> its current owner and fence, as a batch reads them."""
-
-
-def new_owner() -> str:
-    """An owner id for one journal instance: ``host:pid:random``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def not_entered(run_id: str) -> JournalError:
@@ -238,6 +234,14 @@ class SQLJournal(StepReads):
                 self._held.take(run_id, pending.result)
                 continue
             ((holder, expires),) = yield self._query(s.RUN_HOLDER, (run_id,))
+            if holder_gone(holder):  # its process is gone from this machine: take over at once
+                taken = yield self._query(s.TAKE_OVER, (owner, lease_ms, run_id, holder), stamp)
+                if taken:
+                    log.info("run %r: its holder %s is gone; taken over", run_id, holder)
+                    pending.result = taken[0][0]
+                    self._held.take(run_id, pending.result)
+                    continue
+                ((holder, expires),) = yield self._query(s.RUN_HOLDER, (run_id,))
             pending.error = RunBusyError(run_id, holder, expires / 1000)
 
     def _fenced(self, pending: Pending, run_id: str, fences: Fenced) -> bool:

@@ -134,6 +134,11 @@ ENTER_RUN = Statement("""
     RETURNING fence
 """)
 RUN_HOLDER = Statement("SELECT owner, lease_expires_at FROM runs WHERE run_id = ?")
+# Taken from a holder known dead (see holders.py) although its lease is live: still only from
+# that holder, so two daemons finding it dead at once do not both take it.
+TAKE_OVER = Statement("""UPDATE runs SET status = 'running', updated_at = {now}, finished_at = NULL,
+        error = NULL, entries = entries + 1, fence = fence + 1, owner = ?, lease_expires_at = {now} + ?
+    WHERE run_id = ? AND owner = ? RETURNING fence""")
 RENEW_RUN = Statement("""UPDATE runs SET lease_expires_at = {now} + ?
     WHERE run_id = ? AND owner = ? AND fence = ? AND lease_expires_at IS NOT NULL RETURNING 1""")
 RELEASE_RUN = Statement(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from toolbridge._sandbox.launcher import Launcher, ProcessLauncher
+from toolbridge._sandbox.launcher import Launcher
+from toolbridge._sandbox.process import ProcessLauncher
 
 __all__ = ["SandboxKind", "launcher_for"]
 

@@ -10,6 +10,7 @@ import asyncio
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 from grpc import aio
@@ -19,6 +20,7 @@ from toolbridge._sandbox.orphans import kill_processes_naming, owned_name, sweep
 from toolbridge._server.doors import Doors
 from toolbridge._server.service import Authenticate, start_server
 from toolbridge._server.transport import server_options
+from toolbridge._tls import ClearTextWarning, TLSConfig, check_clear_text
 
 __all__ = ["Endpoint"]
 
@@ -33,16 +35,27 @@ class Endpoint:
         listen: A TCP ``HOST:PORT`` instead of a socket.
         max_bytes: The largest call the transport reads (see ``start_server``).
         idle: Seconds a connection may carry no call before it is closed.
+        tls: Serve ``listen`` with TLS (see :class:`TLSConfig`).
+        insecure: Serve a non-loopback ``listen`` without TLS all the same (with a warning).
 
     Raises:
         ValueError: for limits out of range (see ``server_options``).
     """
 
     def __init__(
-        self, *, socket: str | os.PathLike[str] | None, listen: str | None, max_bytes: int, idle: float
+        self,
+        *,
+        socket: str | os.PathLike[str] | None,
+        listen: str | None,
+        max_bytes: int,
+        idle: float,
+        tls: TLSConfig | None = None,
+        insecure: bool = False,
     ) -> None:
         server_options(max_request_bytes=max_bytes, connection_idle=idle)  # bad limits fail here, at once
         self._limits = (max_bytes, idle)
+        self.tls: TLSConfig | None = None
+        self.insecure = False
         self._server: aio.Server | None = None
         self._private_dir: Path | None = None
         self._doors_dir: Path | None = None
@@ -50,9 +63,10 @@ class Endpoint:
         """Each command's own socket (see _server.doors), when serving on Unix sockets."""
         self.socket: Path | None = None
         self.listen: str | None = None
-        self.move(socket=socket, listen=listen)
+        self.move(socket=socket, listen=listen, tls=tls, insecure=insecure)
         self.address = ""
-        """Where sandboxes reach the server once it runs: ``unix:PATH`` or ``HOST:PORT``."""
+        """Where sandboxes reach the server once it runs: ``unix:PATH``, ``HOST:PORT`` or
+        ``tls://HOST:PORT``."""
 
     @property
     def serving(self) -> bool:
@@ -63,19 +77,34 @@ class Endpoint:
         """The directory holding the socket (lent to bubblewrap sandboxes), if serving on one."""
         return None if self.listen is not None or self.socket is None else self.socket.parent
 
-    def move(self, *, socket: str | os.PathLike[str] | None, listen: str | None) -> None:
+    def move(
+        self,
+        *,
+        socket: str | os.PathLike[str] | None,
+        listen: str | None,
+        tls: TLSConfig | None = None,
+        insecure: bool = False,
+    ) -> None:
         """Serve somewhere else than first configured; only before :meth:`start`.
 
         Raises:
-            ValueError: when both a socket and a TCP address are given.
+            ValueError: when both a socket and a TCP address are given, or TLS without a
+                TCP address.
+            TLSError: for clear text off loopback without ``insecure``.
             ToolbridgeError: when the server already runs.
         """
         if self._server is not None:
             raise ToolbridgeError("the bridge is already serving")
         if socket is not None and listen is not None:
             raise ValueError("pass socket= or listen=, not both")
+        if tls is not None and listen is None:
+            raise ValueError("TLS is for a TCP address: pass listen= with the certificate")
+        if listen is not None and tls is None:
+            check_clear_text(listen, insecure=insecure)  # refused here, at once; warned at start
         self.socket = None if socket is None else Path(socket)
         self.listen = listen
+        self.tls = tls
+        self.insecure = insecure
 
     async def start(self, authenticate: Authenticate) -> str:
         """Start serving; returns the bound address (with the real port for ``:0``).
@@ -83,8 +112,12 @@ class Endpoint:
         Args:
             authenticate: Resolves a call's token to the scope it grants.
         """
+        tls = None
         if self.listen is not None:
             address = self.listen
+            tls = self.tls
+            if tls is None and (warning := check_clear_text(self.listen, insecure=self.insecure)):
+                warnings.warn(warning, ClearTextWarning, stacklevel=2)
         else:
             # Named after this daemon's pid: a daemon killed with SIGKILL cannot remove
             # its directories, so the next one to start removes those of dead owners, and
@@ -99,7 +132,11 @@ class Endpoint:
             self.doors = Doors(authenticate, parent=self._doors_dir, max_bytes=max_bytes, idle=idle)
             address = f"unix:{self.socket}"
         self._server, bound = await start_server(
-            authenticate, [address], max_request_bytes=self._limits[0], connection_idle=self._limits[1]
+            authenticate,
+            [address],
+            max_request_bytes=self._limits[0],
+            connection_idle=self._limits[1],
+            tls=tls,
         )
         self.address = bound[0]
         return self.address

@@ -59,8 +59,9 @@ MAX_CONCURRENT_STREAMS = 256
 """Streams on one connection at once: above a command's ``max_in_flight`` plus its
 ``max_streams`` at their defaults (64 + 16), so that only a flood waits."""
 
-MIN_PING_INTERVAL = 10.0
-"""The shortest interval between a client's pings the daemon tolerates (then it says go away)."""
+MIN_PING_INTERVAL = 5.0
+"""The shortest interval between a client's pings the daemon tolerates (then it says go away):
+below the Python client's keepalive (10 s), which finds a connection the network cut."""
 
 MAX_HANDSHAKE = 20.0
 """The longest, in seconds, that a new connection may take to say it speaks HTTP/2."""

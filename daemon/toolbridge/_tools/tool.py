@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -171,6 +172,17 @@ class Tool:
             return BoundCall([changed_input], {}, lambda: changed_input)
         value = schema.validate_python(changed_input, strict=False)
         return BoundCall([value], {}, lambda: schema.to_jsonable(value))
+
+    @functools.cached_property
+    def input_may_hold_secrets(self) -> bool:
+        """Whether the input schema marks anything secret (asked once per tool, not per call)."""
+        schema = self.signature.schema if self.signature is not None else self.input_schema
+        return schema is not None and _marks_secrets(schema.json_schema)
+
+    @functools.cached_property
+    def output_may_hold_secrets(self) -> bool:
+        """Whether the output schema marks anything secret."""
+        return self.output_schema is not None and _marks_secrets(self.output_schema.json_schema)
 
     @functools.cached_property
     def _nulls(self) -> NullOmission | None:
@@ -503,3 +515,9 @@ _SHIM_INPUT: dict[str, Any] = {
 
 tool = _ToolFactory()
 """Declare tools: ``tool.step(...)`` and ``tool.group(...)``."""
+
+
+def _marks_secrets(schema: dict[str, Any]) -> bool:
+    """A quick look for ``writeOnly: true`` or ``format: "password"`` anywhere in a schema."""
+    text = json.dumps(schema)
+    return '"writeOnly": true' in text or '"format": "password"' in text

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import uvicorn
 
+from toolbridge._tls import TLSConfig
 from toolbridge._ui.app import ui_app
 from toolbridge._ui.journal import Journal
 from toolbridge._ui.login import Login
@@ -44,8 +45,11 @@ def listen(port: int) -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def serve_journal(journal: Journal, *, port: int = 0) -> AsyncIterator[str]:
-    """Serve the web view of ``journal`` (open) on ``127.0.0.1:port`` while the block runs.
+async def serve_journal(
+    journal: Journal, *, port: int = 0, tls: TLSConfig | None = None
+) -> AsyncIterator[str]:
+    """Serve the web view of ``journal`` (open) on ``127.0.0.1:port`` while the block runs
+    (over TLS with ``tls``: the same files as the gRPC face's, see ``TLSConfig``).
 
     Yields:
         The view's login URL, ``http://127.0.0.1:PORT/?token=...`` (``port=0`` picks a free
@@ -58,11 +62,12 @@ async def serve_journal(journal: Journal, *, port: int = 0) -> AsyncIterator[str
         raise ValueError("port must be a whole number from 0 to 65535")
     sock = listen(port)
     login = Login()
-    config = uvicorn.Config(ui_app(journal, login), log_level="warning", lifespan="off")
+    options = {} if tls is None else tls.uvicorn_options()
+    config = uvicorn.Config(ui_app(journal, login), log_level="warning", lifespan="off", **options)  # type: ignore[arg-type]
     server = _EmbeddedServer(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:
-        yield f"http://{HOST}:{sock.getsockname()[1]}/?token={login.token}"
+        yield f"{'http' if tls is None else 'https'}://{HOST}:{sock.getsockname()[1]}/?token={login.token}"
     finally:
         server.should_exit = True
         try:

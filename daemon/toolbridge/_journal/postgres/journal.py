@@ -49,6 +49,13 @@ __all__ = ["PostgresJournal"]
 log = logging.getLogger("toolbridge")
 
 Conn = asyncpg.Connection | PoolConnectionProxy
+
+COMMAND_TIMEOUT = 10.0
+"""Seconds a statement (or a new connection) may take before it fails as a ``JournalError``.
+
+A network that drops the database's packets silently leaves a query waiting for hours (TCP
+gives up late); the call waiting on it would never be answered. With a timeout it is
+answered ``UNAVAILABLE`` (retryable), never as if it had committed."""
 _RELEASE_ALL = s.RELEASE_ALL.sql(POSTGRES)
 
 
@@ -96,9 +103,11 @@ class PostgresJournal(SQLJournal):
                 min_size=1,
                 max_size=self._pool_size,
                 server_settings=self._settings,
+                command_timeout=COMMAND_TIMEOUT,
+                timeout=COMMAND_TIMEOUT,
                 reset=_keep_session,
             )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
         try:
             async with self._pool.acquire() as conn:
@@ -126,7 +135,7 @@ class PostgresJournal(SQLJournal):
             await self._close_connections()
 
     async def _listen_for_events(self) -> None:
-        self._listen = await asyncpg.connect(self._url)
+        self._listen = await asyncpg.connect(self._url, timeout=COMMAND_TIMEOUT)
         self._listen.add_termination_listener(self._listen_lost)
         await self._listen.add_listener(CHANNEL, self._notices.heard)
 
@@ -142,7 +151,7 @@ class PostgresJournal(SQLJournal):
             try:
                 await self._listen_for_events()
                 return
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("cannot LISTEN for events on %s (retrying): %s", self.where, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -166,7 +175,7 @@ class PostgresJournal(SQLJournal):
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
         try:
             found = await self.pool.fetch(sql, *params)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise JournalError(f"journal read failed ({self.where}): {exc}") from exc
         return [tuple(row) for row in found]
 

@@ -35,6 +35,7 @@ from typing import Any
 from toolbridge._errors import SandboxError
 from toolbridge._sandbox.bwrap.cgroups import CommandCgroups, sweep_stale
 from toolbridge._sandbox.bwrap.limits import NPROC_SLACK, SandboxLimits
+from toolbridge._sandbox.bwrap.outcome import finish
 from toolbridge._sandbox.bwrap.plan import (
     Bind,
     SandboxView,
@@ -54,19 +55,14 @@ from toolbridge._sandbox.bwrap.user import (
     sandbox_uid,
     socket_path,
 )
-from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal, lower_priority, run_process
+from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal
+from toolbridge._sandbox.process import ProcessRun, lower_priority
 
 __all__ = ["BwrapLauncher", "SandboxLimits"]
 
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install -y bubblewrap`; Fedora: "
     "`dnf install bubblewrap`), or choose sandbox='process' knowing it is no isolation boundary"
-)
-USERNS_HINT = (
-    "bubblewrap needs unprivileged user namespaces: allow them (`sysctl -w "
-    "kernel.unprivileged_userns_clone=1` on older Debian, `sysctl -w "
-    "user.max_user_namespaces=15000`, and on Ubuntu 24.04+ `sysctl -w "
-    "kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap)"
 )
 SETUP_TIMEOUT = 30.0
 """Seconds bubblewrap may take to set up a sandbox before the attempt is abandoned."""
@@ -117,28 +113,6 @@ async def _read_info(fd: int) -> dict[str, Any] | None:
             info = json.loads(buffer)
             if isinstance(info, dict):
                 return info
-
-
-def _setup_error(stderr: bytes) -> str | None:
-    """What went wrong, if the output is bwrap's or setpriv's own complaint."""
-    lines = stderr.decode(errors="replace").strip().splitlines()
-    if not lines or not all(line.startswith(("bwrap: ", "setpriv: ")) for line in lines):
-        return None
-    return lines[-1]
-
-
-def _describe_setup_error(message: str, spec: LaunchSpec) -> str:
-    if message.startswith("bwrap: execvp ") and "No such file or directory" in message:
-        program = message.removeprefix("bwrap: execvp ").split(":", 1)[0]
-        return f"cannot start {program!r}: not found on the sandbox PATH {spec.env.get('PATH', '')!r}"
-    if "Can't chdir" in message:
-        return f"the sandbox cannot enter its working directory {spec.cwd} ({message})"
-    if any(
-        marker in message
-        for marker in ("namespace", "uid map", "setting up uid", "unshare", "Operation not permitted")
-    ):
-        return f"bubblewrap could not create the sandbox ({message}); {USERNS_HINT}"
-    return f"bubblewrap could not set up the sandbox ({message})"
 
 
 @dataclass
@@ -334,10 +308,12 @@ class BwrapLauncher:
                     fds.remove(fd)
                 await run.handshake(process)
 
-            outcome = await run_process(argv, spec, stop, pass_fds=passed, started=handshake, reap=run.reap)
+            outcome = await ProcessRun(argv, spec, stop, pass_fds=passed, reap=run.reap).run(
+                started=handshake
+            )
             if run.init_pidfd is not None:
                 fds.append(run.init_pidfd)
-            return _finish(outcome, run, spec)
+            return finish(outcome, spec, started=run.started, notes=run.cgroups.limits_hit())
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
@@ -367,33 +343,6 @@ def _view(spec: LaunchSpec, passwd_fd: int, group_fd: int, tmp_size: int) -> San
         tmp_size=tmp_size,
         passwd_fd=passwd_fd,
         group_fd=group_fd,
-    )
-
-
-def _finish(outcome: ProcessOutcome, run: _Run, spec: LaunchSpec) -> ProcessOutcome:
-    setup_error = _setup_error(outcome.stderr) if outcome.exit_code == 1 else None
-    if not run.started or setup_error is not None:
-        if outcome.stopped is not None and not run.started:
-            raise SandboxError(f"the sandbox was stopped ({outcome.stopped}) before the command started")
-        message = setup_error or _setup_error(outcome.stderr) or outcome.stderr.decode(errors="replace")
-        raise SandboxError(_describe_setup_error(message.strip(), spec))
-    exit_code = outcome.exit_code
-    # bwrap's pid 1 reports a command killed by signal N as 128 + N, as shells do; report it
-    # the way the process launcher does (-N). A command that exits with 128 + N itself is
-    # indistinguishable from that.
-    if 128 < exit_code <= 128 + 64:
-        exit_code = 128 - exit_code
-    stderr = outcome.stderr
-    notes = run.cgroups.limits_hit()
-    if notes:
-        stderr += "".join(f"\ntoolbridge: {note}" for note in notes).encode() + b"\n"
-    return ProcessOutcome(
-        exit_code=exit_code,
-        stdout=outcome.stdout,
-        stderr=stderr,
-        stopped=outcome.stopped,
-        stdout_truncated=outcome.stdout_truncated,
-        stderr_truncated=outcome.stderr_truncated,
     )
 
 
