@@ -71,7 +71,7 @@ class PostgresJournal(SQLJournal):
             within a few hundred ms). ``"full"`` (``synchronous_commit=on``) survives those
             too, at the cost of a WAL flush per commit.
         owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
-        pool_size: Connections kept for reads and commits (plus one for ``LISTEN``).
+        pool_size: Connections kept for reads (plus one for commits, one for ``LISTEN``).
     """
 
     dialect = POSTGRES
@@ -90,6 +90,7 @@ class PostgresJournal(SQLJournal):
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._listen: asyncpg.Connection | None = None
+        self._writer: asyncpg.Connection | None = None  # see _writing
         self._notices = Notices(self.owner, self.get_event)
 
     @property
@@ -112,8 +113,9 @@ class PostgresJournal(SQLJournal):
         try:
             async with self._pool.acquire() as conn:
                 await migrate(conn, self.where)
+            await self._writing()
             await self._listen_for_events()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             await self._close_connections()
             raise JournalError(f"cannot open the PostgreSQL journal at {self.where}: {exc}") from exc
         except BaseException:
@@ -162,6 +164,10 @@ class PostgresJournal(SQLJournal):
         if listen is not None:
             with contextlib.suppress(Exception):
                 await listen.close(timeout=5)
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                await writer.close(timeout=5)
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -185,20 +191,37 @@ class PostgresJournal(SQLJournal):
 
     # -- the batch: one transaction --------------------------------------------------------
 
+    async def _writing(self) -> asyncpg.Connection:
+        """The connection batches commit on, connected again after one failed.
+
+        Batches commit one at a time (the group commit), so one connection serves them all,
+        and a commit skips the pool's acquire and release (measured: about 0.1 ms a call on
+        two busy cores, a third of a lone call's commit).
+        """
+        writer = self._writer
+        if writer is None or writer.is_closed():
+            writer = self._writer = await asyncpg.connect(
+                self._url,
+                server_settings=self._settings,
+                command_timeout=COMMAND_TIMEOUT,
+                timeout=COMMAND_TIMEOUT,
+            )
+        return writer
+
     async def _execute_batch(self, batch: Sequence[Pending]) -> None:
         grouped = by_kind(batch)
         for attempt in range(1, RETRIES + 1):
             held = self._held.snapshot()
             try:
-                async with self.pool.acquire() as conn:
-                    if grouped.keys() == {s.STEP}:
-                        # One statement (see UPSERT_STEPS): its own transaction, one round
-                        # trip, where BEGIN and COMMIT would add two.
-                        await _run(conn, self._steps(grouped[s.STEP]))
-                        return
-                    async with conn.transaction():
-                        for kind, writes in grouped.items():
-                            await _run(conn, self._operation(kind, writes))
+                conn = await self._writing()
+                if grouped.keys() == {s.STEP}:
+                    # One statement (see UPSERT_STEPS): its own transaction, one round trip,
+                    # where BEGIN and COMMIT would add two.
+                    await _run(conn, self._steps(grouped[s.STEP]))
+                    return
+                async with conn.transaction():
+                    for kind, writes in grouped.items():
+                        await _run(conn, self._operation(kind, writes))
                 return
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 if attempt == RETRIES:
@@ -206,6 +229,13 @@ class PostgresJournal(SQLJournal):
                 self._held.restore(held)  # the fences taken in the rolled-back attempt were not taken
                 for pending in batch:
                     pending.error, pending.result = None, None
+            except BaseException:
+                # A connection that failed mid-batch (a timeout, a cancel, a dropped socket) is
+                # not trusted again: the next batch connects afresh, as the pool would.
+                writer, self._writer = self._writer, None
+                if writer is not None:
+                    writer.terminate()
+                raise
 
     def _fences(self, run_ids: set[str]) -> Generator[Query, Rows, Fenced]:
         """Each run's owner and fence, locked against a takeover until the batch commits."""
