@@ -41,7 +41,14 @@ from toolbridge._journal import statements as s
 from toolbridge._journal.commit import GroupCommit, Pending, awaiting
 from toolbridge._journal.postgres.events import CHANNEL, Notices, notice
 from toolbridge._journal.postgres.schema import migrate
-from toolbridge._journal.postgres.statements import FENCES, POSTGRES, RETRIES, UPSERT_STEPS, redact
+from toolbridge._journal.postgres.statements import (
+    FENCES,
+    POSTGRES,
+    RETRIES,
+    UPSERT_STEP,
+    UPSERT_STEPS,
+    redact,
+)
 from toolbridge._journal.sqljournal import Durability, Fenced, Operation, Query, Rows, SQLJournal, by_kind
 
 __all__ = ["PostgresJournal"]
@@ -246,9 +253,12 @@ class PostgresJournal(SQLJournal):
         sent = [pending.params for pending, fence in zip(writes, taken, strict=True) if fence is not None]
         fences: Fenced = {}
         if sent:
-            columns = [list(column) for column in zip(*sent, strict=True)]
-            found = yield Query(UPSERT_STEPS, (*columns, [fence for fence in taken if fence is not None]))
-            fences = {row[0]: (row[1], row[2]) for row in found}
+            fenced = [fence for fence in taken if fence is not None]
+            if len(sent) == 1:  # a call's outcome, alone: scalars, no arrays to build and unnest
+                query = Query(UPSERT_STEP, (*sent[0], fenced[0]))
+            else:
+                query = Query(UPSERT_STEPS, (*(list(column) for column in zip(*sent, strict=True)), fenced))
+            fences = {row[0]: (row[1], row[2]) for row in (yield query)}
         for pending in writes:  # refused: a run not entered, or taken over (its row not written)
             self._fenced(pending, pending.params[0], fences)
 

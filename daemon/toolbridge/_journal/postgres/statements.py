@@ -11,7 +11,7 @@ import urllib.parse
 from toolbridge._journal import rows as r
 from toolbridge._journal.statements import STEP_CHANGES, Dialect
 
-__all__ = ["FENCES", "NOW", "POSTGRES", "RETRIES", "UPSERT_STEPS", "redact"]
+__all__ = ["FENCES", "NOW", "POSTGRES", "RETRIES", "UPSERT_STEP", "UPSERT_STEPS", "redact"]
 
 NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 POSTGRES = Dialect("postgres", numbered=True, clock=NOW, same="IS NOT DISTINCT FROM")
@@ -39,6 +39,20 @@ UPSERT_STEPS = f"""
         SELECT {_STEP_VALUES}
         FROM unnest({_STEP_ARRAYS}) AS u ({r.STEP_COLUMNS}, taken)
         JOIN held ON held.run_id = u.run_id AND held.fence = u.taken
+        {STEP_CHANGES}
+    )
+    SELECT run_id, owner, fence FROM held
+"""
+_STEP_TYPES = "text text text int text text text text text text text int text bigint bigint int".split()  # noqa: SIM905
+# One step alone (a call's outcome: the write on every call's path), fenced the same way with
+# scalar parameters: no arrays to build, send and unnest. The same result rows.
+UPSERT_STEP = f"""
+    WITH held AS (
+        SELECT run_id, owner, fence FROM runs WHERE run_id = $1::text FOR SHARE
+    ), written AS (
+        INSERT INTO steps ({r.STEP_COLUMNS})
+        SELECT {", ".join(f"${n}::{kind}" for n, kind in enumerate(_STEP_TYPES, start=1))}
+        FROM held WHERE held.fence = $17::bigint
         {STEP_CHANGES}
     )
     SELECT run_id, owner, fence FROM held
