@@ -13,7 +13,13 @@ echo measured in the same round:
   (not durable);
 - ``dbos-default`` / ``dbos-wal-normal``: a DBOS step inside a workflow, SQLite system
   database with DBOS's settings / in WAL mode with synchronous=NORMAL (toolbridge's default
-  durability).
+  durability);
+- ``toolbridge-pg``: the same durable call as ``toolbridge``, journaled in PostgreSQL (a
+  throwaway cluster on this machine, fsync on, through its Unix socket; ``durability="normal"``,
+  i.e. ``synchronous_commit=off``);
+- ``dbos-pg-default`` / ``dbos-pg-async-commit``: a DBOS step with its system database on the
+  same PostgreSQL server, with DBOS's settings (``synchronous_commit=on``, a WAL flush per
+  step) / with ``synchronous_commit=off``, its fastest durable setting and toolbridge's.
 
 Usage: python bench/peers.py [--rounds 5] [--calls 1000]
 """
@@ -35,6 +41,9 @@ from typing import Any
 from call_latency import CLIENTS, _start_raw_echo
 
 from toolbridge import Bridge, ToolOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.pg_cluster import Cluster, running_cluster
 
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / "peers"
@@ -69,7 +78,21 @@ async def _json_of(*argv: str) -> dict[str, Any]:
     return dict(json.loads(stdout))
 
 
-async def _round(calls: int, work: Path, pythons: dict[str, Path]) -> dict[str, float]:
+async def _toolbridge_pg(calls: int, url: str) -> float:
+    async with Bridge(journal=url) as bridge, bridge.run("peers") as step:
+        result = await step.sandbox.commands.run(
+            "toolbridge-pg",
+            ["python3", str(CLIENTS / "python_client.py"), str(calls), "1", "1"],
+            tools={"echo": lambda value: value},
+            tool_options=ToolOptions(max_calls=10_000_000),
+            timeout=600,
+        )
+    if result.exit_code != 0:
+        raise RuntimeError(f"the toolbridge client (PostgreSQL) failed:\n{result.stderr}")
+    return float(statistics.median(json.loads(result.stdout)["sequential_ms"]))
+
+
+async def _round(calls: int, work: Path, pythons: dict[str, Path], cluster: Cluster) -> dict[str, float]:
     p50: dict[str, float] = {}
     async with Bridge(journal=work / "bench.db") as bridge:
         raw = await _start_raw_echo(work / "raw.sock")
@@ -114,6 +137,12 @@ async def _round(calls: int, work: Path, pythons: dict[str, Path]) -> dict[str, 
             str(pythons["dbos"]), str(PEERS / "dbos_steps.py"), mode, str(database), str(calls)
         )
         p50[f"dbos-{mode}"] = statistics.median(report["latencies_ms"])
+    p50["toolbridge-pg"] = await _toolbridge_pg(calls, cluster.create_database())
+    for mode in ("pg-default", "pg-async-commit"):
+        report = await _json_of(
+            str(pythons["dbos"]), str(PEERS / "dbos_steps.py"), mode, cluster.create_database(), str(calls)
+        )
+        p50[f"dbos-{mode}"] = statistics.median(report["latencies_ms"])
     return p50
 
 
@@ -134,14 +163,19 @@ async def main() -> None:
     args = parser.parse_args()
     pythons = {name: peer_python(name) for name in REQUIREMENTS}
     rounds = []
-    for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory(prefix="toolbridge-peers-") as work:
-            rounds.append(await _round(args.calls, Path(work), pythons))
+    load = os.getloadavg()[0]
+    with running_cluster(durable=True) as cluster:
+        for _ in range(args.rounds):
+            with tempfile.TemporaryDirectory(prefix="toolbridge-peers-") as work:
+                rounds.append(await _round(args.calls, Path(work), pythons, cluster))
+    print(f"load average before / after: {load:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peers: {args.calls} sequential calls each; medians of {args.rounds} interleaved rounds")
-    print(f"{'subject':<18}{'p50 ms':>9}{'x unary':>9}")
+    print(f"{'subject':<22}{'p50 ms':>9}{'x unary':>9}")
     for name, p50, ratio in summarize(rounds):
-        print(f"{name:<18}{p50:>9.3f}{ratio:>9.2f}")
+        print(f"{name:<22}{p50:>9.3f}{ratio:>9.2f}")
     print("x unary = ratio to raw-unary (a bare grpc.aio unary echo) in the same round")
+    pg = statistics.median(r["toolbridge-pg"] / r["toolbridge"] for r in rounds)
+    print(f"toolbridge-pg / toolbridge (PostgreSQL / SQLite journal, same round): {pg:.2f}")
 
 
 if __name__ == "__main__":

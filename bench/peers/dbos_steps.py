@@ -1,8 +1,11 @@
-"""Peer: DBOS steps on a SQLite system database; prints {"latencies_ms": [...]} per step.
+"""Peer: DBOS steps on a SQLite or PostgreSQL system database; prints {"latencies_ms": [...]}.
 
 Usage: python dbos_steps.py MODE DATABASE N
 MODE "default" uses DBOS's own SQLite settings; "wal-normal" gives it an engine in WAL mode
-with synchronous=NORMAL, the durability toolbridge's journal uses by default.
+with synchronous=NORMAL, the durability toolbridge's journal uses by default. With a
+``postgresql://`` DATABASE, "pg-default" is DBOS's own settings (the server's
+``synchronous_commit=on``: a WAL flush per commit) and "pg-async-commit" its fastest
+durable setting, ``synchronous_commit=off`` (what toolbridge's ``durability="normal"`` uses).
 """
 
 import json
@@ -17,9 +20,14 @@ WARMUP = 50
 
 
 def main(mode: str, database: str, count: int) -> None:
-    url = f"sqlite:///{database}"
+    url = database if mode.startswith("pg-") else f"sqlite:///{database}"
     config: dict[str, Any] = {"name": "bench", "system_database_url": url}
-    if mode == "wal-normal":
+    if mode == "pg-async-commit":
+        engine_url = url.replace("postgresql://", "postgresql+psycopg://", 1)
+        config["system_database_engine"] = sa.create_engine(
+            engine_url, connect_args={"options": "-c synchronous_commit=off"}
+        )
+    elif mode == "wal-normal":
         engine = sa.create_engine(url)
 
         @sa.event.listens_for(engine, "connect")
