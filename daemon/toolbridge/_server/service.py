@@ -31,10 +31,11 @@ from toolbridge._definitions.build import FORMATS, definition
 from toolbridge._errors import ProtocolError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._options import ToolOptions
+from toolbridge._server import transport
 from toolbridge._server._proto import toolbridge_pb2 as pb
 from toolbridge._server.failures import Status, status_of
 from toolbridge._server.replies import Replies
-from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, ENVELOPE_BYTES, server_options
+from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE, ENVELOPE_BYTES, add_ports, server_options
 from toolbridge._tls import TLSConfig
 
 TOKEN_METADATA_KEY = "x-toolbridge-token"
@@ -42,12 +43,6 @@ BATCHES_METADATA_KEY = "x-toolbridge-batches"
 """Sent by a client opening a call stream ("1"): it sends and reads batches (``more``)."""
 BATCH_BYTES_METADATA_KEY = "x-toolbridge-batch-bytes"
 """The daemon's answer to it: the largest message (so the largest batch) the stream reads."""
-SESSION_METADATA_KEY = "x-toolbridge-session"
-"""Sent by a client opening a call stream: a random id of its connection's life. With a
-call's ``call_id`` it names the call across connections: a client whose connection was lost
-sends its calls in flight again, on a new stream under the same session and ids, and each
-meets the call already made (see ``call_tool``'s ``call_id``)."""
-MAX_SESSION_CHARS = 64
 SERVICE_NAME = "toolbridge.v1.ToolBridgeService"
 
 DEFAULT_MAX_REQUEST_BYTES = ToolOptions().max_request_bytes
@@ -272,7 +267,7 @@ class _Servicer:
         except ProtocolError as exc:  # too many open: refused before any call is read
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.message)
         batches = _reads_batches(context)
-        session = _metadata(context, SESSION_METADATA_KEY)[:MAX_SESSION_CHARS]
+        session = _metadata(context, transport.SESSION_METADATA_KEY)[: transport.MAX_SESSION_CHARS]
         if batches:  # say how large a batch this stream reads
             await context.send_initial_metadata(((BATCH_BYTES_METADATA_KEY, str(self._read_limit)),))
         replies = Replies(context, _batch if batches else None)
@@ -291,14 +286,8 @@ class _Servicer:
                     replies.post(pb.CallToolStreamResponse(call_id=call_id, waiting=_waiting(req)))
 
                 reply = pb.CallToolStreamResponse(call_id=call_id)
-                await self._call(
-                    scope,
-                    call,
-                    reply.response,
-                    on_waiting=waiting,
-                    detached=True,
-                    call_id=(session, call_id) if session else None,
-                )
+                ids = (session, call_id) if session else None  # the call's name across connections
+                await self._call(scope, call, reply.response, on_waiting=waiting, detached=True, call_id=ids)
             except Exception as exc:
                 status = status_of(exc, "CallToolStream")
                 reply = pb.CallToolStreamResponse(
@@ -392,22 +381,12 @@ async def start_server(
             is checked per call, below it.
         connection_idle: Seconds a connection may carry no call before it is closed.
         max_connections: Connections open at once (see ``server_options``).
-        tls: Serve the TCP addresses with TLS (mutual TLS when it names a client CA);
-            a Unix socket is served in clear, inside its private directory.
+        tls: Serve the TCP addresses with TLS (see ``add_ports``).
 
     Returns:
         The server and the bound addresses, with real ports for any ``:0``; a TCP address
         served with TLS as ``tls://HOST:PORT``, as clients take it.
-
-    Raises:
-        TLSError: for TLS files that cannot be used (see ``TLSConfig.load``).
     """
-    credentials = None
-    if tls is not None:
-        cert, key, client_ca = tls.load()
-        credentials = grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-        )
     options = server_options(
         max_request_bytes=max_request_bytes, connection_idle=connection_idle, max_connections=max_connections
     )
@@ -415,19 +394,6 @@ async def start_server(
     handlers = _handlers(_Servicer(authenticate, max_request_bytes + ENVELOPE_BYTES))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
-    bound: list[str] = []
-    for address in addresses:
-        unix = address.startswith("unix:")
-        if credentials is None or unix:
-            port = server.add_insecure_port(address)
-        else:
-            port = server.add_secure_port(address, credentials)
-        if unix:
-            bound.append(address)
-        else:
-            if port == 0:
-                raise OSError(f"cannot listen on {address}")
-            host = address.rsplit(":", 1)[0]
-            bound.append(f"{'tls://' if credentials is not None else ''}{host}:{port}")
+    bound = add_ports(server, addresses, tls)
     await server.start()
     return server, bound

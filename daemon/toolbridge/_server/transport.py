@@ -23,12 +23,25 @@ from __future__ import annotations
 
 import resource
 
+import grpc
+from grpc import aio
+
+from toolbridge._tls import TLSConfig
+
 __all__ = [
     "DEFAULT_CONNECTION_IDLE",
     "ENVELOPE_BYTES",
+    "add_ports",
     "connection_cap",
     "server_options",
 ]
+
+SESSION_METADATA_KEY = "x-toolbridge-session"
+"""Sent by a client opening a call stream: a random id of its connection's life. With a
+call's ``call_id`` it names the call across connections: a client whose connection was lost
+sends its calls in flight again, on a new stream under the same session and ids, and each
+meets the call already made (see ``call_tool``'s ``call_id``)."""
+MAX_SESSION_CHARS = 64
 
 ENVELOPE_BYTES = 1024
 """Room for what a request carries besides the call itself (field tags, lengths, call id)."""
@@ -116,3 +129,38 @@ def server_options(
         ("grpc.server_handshake_timeout_ms", _ms(min(connection_idle, MAX_HANDSHAKE))),
         ("grpc.max_allowed_incoming_connections", max_connections or connection_cap()),
     ]
+
+
+def add_ports(server: aio.Server, addresses: list[str], tls: TLSConfig | None) -> list[str]:
+    """Listen on ``addresses`` (``unix:PATH`` or ``HOST:PORT``), the TCP ones with ``tls``.
+
+    Returns:
+        The bound addresses, with real ports for any ``:0``; a TCP address served with TLS
+        as ``tls://HOST:PORT``, as clients take it. A Unix socket is served in clear, inside
+        its private directory.
+
+    Raises:
+        TLSError: for TLS files that cannot be used (see ``TLSConfig.load``).
+        OSError: for a TCP address that cannot be bound.
+    """
+    credentials = None
+    if tls is not None:
+        cert, key, client_ca = tls.load()
+        credentials = grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+        )
+    bound: list[str] = []
+    for address in addresses:
+        if address.startswith("unix:"):
+            server.add_insecure_port(address)
+            bound.append(address)
+            continue
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+        if port == 0:
+            raise OSError(f"cannot listen on {address}")
+        host = address.rsplit(":", 1)[0]
+        bound.append(f"{'tls://' if credentials is not None else ''}{host}:{port}")
+    return bound
