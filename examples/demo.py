@@ -78,7 +78,8 @@ async def main(journal: Path) -> None:
     async with Bridge(journal=journal, sandbox="bwrap") as bridge:
         print(f"daemon serving on {bridge.address}; commands run under bubblewrap\n")
         async with bridge.run("demo-order-42") as step:
-            deciding = asyncio.ensure_future(decide_when_asked(bridge, "demo-order-42", journal))
+            asked = asyncio.Event()
+            deciding = asyncio.ensure_future(decide_when_asked(bridge, "demo-order-42", journal, asked))
             result = await step.sandbox.commands.run(
                 "agent",
                 "python agent.py",
@@ -86,7 +87,10 @@ async def main(journal: Path) -> None:
                 cwd=HERE / "agent",
                 tool_options=ToolOptions(tool_timeout="10s", max_calls=50),
             )
-            deciding.cancel()
+            if asked.is_set():  # it says who decided (it sees the decision within its next poll)
+                await deciding
+            else:
+                deciding.cancel()
             print("--- the sandboxed script printed ---")
             print(result.stdout, end="")
             if result.exit_code != 0:
@@ -105,7 +109,7 @@ async def main(journal: Path) -> None:
             print(f"replayed from the journal without running: {replayed.replayed}, total {total_again}")
 
 
-async def decide_when_asked(bridge: Bridge, run_id: str, journal: Path) -> None:
+async def decide_when_asked(bridge: Bridge, run_id: str, journal: Path, asked: asyncio.Event) -> None:
     """Show the request the sandbox's call made, wait for a person to decide it from the CLI,
     then (nobody did) approve it here, as a person would."""
     while True:  # a demo polls; an app is told (bridge.approvals, the web view, MCP)
@@ -114,6 +118,7 @@ async def decide_when_asked(bridge: Bridge, run_id: str, journal: Path) -> None:
             break
         await asyncio.sleep(0.05)
     req = pending[0]
+    asked.set()
     wait = float(os.environ.get("TOOLBRIDGE_DEMO_WAIT", "30" if sys.stdin.isatty() else "0"))
     print(f"\n--- the sandbox's call waits for a person: Approve {req.summary}? ---")
     print(f"decide it from another terminal:\n  toolbridge approvals approve {req.id} --journal {journal}")
