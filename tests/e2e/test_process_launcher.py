@@ -54,6 +54,9 @@ async def test_the_environment_holds_only_what_the_client_needs(
         "NODE_OPTIONS",  # a preload that lets Node's `import` find inngest_tools
         "MY_SETTING",
         "LC_CTYPE",
+        # The command's span, given when a tracer provider is set (one an earlier test in the
+        # same process set stays): the client continues the trace with it.
+        "TRACEPARENT",
     }
     assert env["MY_SETTING"] == "on"
     # The command's own socket (see _server.doors), beside the bridge's.
