@@ -29,6 +29,7 @@ from toolbridge._records import check_run_id
 from toolbridge._sandbox.kinds import SandboxKind, launcher_for
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import build_runtime
+from toolbridge._sandbox.warm import WarmPools
 from toolbridge._secrets import SecretBox, key_file_beside, state_dir
 from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
@@ -85,6 +86,8 @@ class Bridge:
             hashes of secret arguments): 32 bytes, or a key file (created ``0600`` when
             missing). By default a ``.key`` file beside a SQLite journal; give the same key to
             every host sharing a PostgreSQL journal.
+        warm_sandboxes: Snippet sandboxes kept started ahead of need, per language (``0``,
+            the default: none). See the guide's "Warm sandboxes".
 
     Every time option takes seconds as a number or a duration string (``"250ms"``, ``"10s"``,
     ``"5m"``, ``"1h30m"``); a bad one raises ``ValueError`` naming the option.
@@ -117,7 +120,9 @@ class Bridge:
         tls_client_ca: str | os.PathLike[str] | None = None,
         insecure: bool = False,
         secret_key: bytes | str | os.PathLike[str] | None = None,
+        warm_sandboxes: int = 0,
     ) -> None:
+        self._warm = WarmPools(warm_sandboxes)
         self._endpoint = Endpoint(
             socket=socket,
             listen=listen,
@@ -305,6 +310,7 @@ class Bridge:
             approvals=self._approval_hub,
             functions=self._registry.functions,
             state_paths=(*_state_paths(self._journal), *([self._key_file] if self._key_file else [])),
+            warm=self._warm if self._warm.size else None,
         )
 
     async def _authenticate(self, token: str) -> CommandScope | None:
@@ -392,6 +398,7 @@ class Bridge:
             await self._runs.close()
             await self._sidecar.close()
         finally:
+            await self._warm.close()
             self._shutdown.remove()
             # Whatever failed above, the journal is closed: its connection's thread would
             # otherwise keep the host process from exiting.

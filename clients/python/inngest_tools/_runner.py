@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import atexit
+import gc
 import json
 import os
 import sys
-from typing import Any
+import threading
+from typing import Any, NoReturn
 
 from inngest_tools import ToolError, definitions, tools
 
@@ -69,5 +72,26 @@ def main() -> int:
     return 0
 
 
+def leave(code: int) -> NoReturn:
+    """Exit with ``code`` as the interpreter would, without tearing its modules down.
+
+    Python's own exit waits for non-daemon threads, runs the ``atexit`` functions, flushes
+    stdio, and then finalizes every module: with gRPC loaded that last part took 15-20 ms
+    of a snippet's 30, for a process about to be gone. Objects still in reference cycles are
+    collected first, so files the snippet left open are flushed and closed as they would be.
+    """
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    gc.collect()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # as Python exits when flushing stdio fails
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

@@ -29,6 +29,7 @@ from toolbridge._json import canonical
 from toolbridge._options import DEFAULT_COMMAND_TIMEOUT, ToolOptions
 from toolbridge._records import StepRecord
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome
+from toolbridge._sandbox.warm import WarmSandbox
 from toolbridge._telemetry import tracing
 from toolbridge._tools.tool import Tool
 
@@ -57,6 +58,8 @@ class CommandPlan:
         env: Variables added to the command's scrubbed environment.
         writable: Paths the command may write (a snippet's scratch directory).
         egress: HTTP(S) the command may make through its door; ``None``: none.
+        warm: A sandbox started ahead of need to run it in (its ``cwd`` is the sandbox's);
+            when the command does not fit it after all, the launcher starts one.
     """
 
     kind: str
@@ -70,6 +73,7 @@ class CommandPlan:
     env: Mapping[str, str] | None = None
     writable: Sequence[Path] = ()
     egress: Egress | None = None
+    warm: WarmSandbox | None = None
 
 
 @dataclass(frozen=True)
@@ -188,14 +192,17 @@ class CommandRun:
             ) as door,
         ):
             spec = self._spec(address, socket_dir, token, span, door, replay)
-            return await services.launcher.run(spec, scope.stop)
+            launcher = services.launcher if plan.warm is None else plan.warm
+            return await launcher.run(spec, scope.stop)
 
     def _socket(self, scope: CommandScope) -> AbstractAsyncContextManager[tuple[str, Path | None]]:
         """The command's own socket (capped at its ``max_connections``), or the bridge's on TCP."""
         services = self._services
         if services.doors is None:
             return contextlib.nullcontext((services.address, services.socket_dir))
-        return services.doors.open(scope, scope.options.max_connections)
+        warm = self._plan.warm
+        directory = None if warm is None else warm.socket_dir
+        return services.doors.open(scope, scope.options.max_connections, directory)
 
     def _spec(
         self,

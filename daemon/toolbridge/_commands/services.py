@@ -15,6 +15,7 @@ from toolbridge._durable.steps import StepsFactory
 from toolbridge._journal.base import Journal
 from toolbridge._sandbox.launcher import Launcher
 from toolbridge._sandbox.runtime.python import SandboxRuntime
+from toolbridge._sandbox.warm import WarmPools
 from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.functions import DurableFunction
 
@@ -25,10 +26,14 @@ class CommandDoors(Protocol):
     """Gives each command a socket of its own while it runs (``_server.doors``)."""
 
     def open(
-        self, scope: CommandScope, max_connections: int
+        self, scope: CommandScope, max_connections: int, directory: Path | None = None
     ) -> AbstractAsyncContextManager[tuple[str, Path]]:
-        """The command's address and the directory holding its socket, until it ends; only the
-        command's own token is taken there."""
+        """The command's address and the directory holding its socket (``directory`` when
+        given, from :meth:`reserve`), until it ends; only the command's own token is taken there."""
+        ...
+
+    def reserve(self) -> tuple[str, Path]:
+        """A directory for a door opened later, and the address the door will have there."""
         ...
 
 
@@ -49,6 +54,8 @@ class Services:
     functions: Mapping[str, DurableFunction] = field(default_factory=dict)  # (live: read at call time)
     state_paths: tuple[Path, ...] = ()
     """The daemon's own files (journal, its -wal/-shm, secret key): never shown to a sandbox."""
+    warm: WarmPools | None = None
+    """Snippet sandboxes started ahead of need (``Bridge(warm_sandboxes=...)``)."""
 
 
 def command_environment(

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
-from toolbridge._commands.command import CommandPlan, CommandRun
+from toolbridge._commands.command import OUTPUT_LIMIT, CommandPlan, CommandRun
 from toolbridge._commands.commands import Commands
 from toolbridge._commands.services import Services
+from toolbridge._commands.warm import SCRATCH_PREFIX, take_warm
 from toolbridge._door.policy import Egress, EgressRule, as_egress
 from toolbridge._durable.identity import env_identity, expect_step
 from toolbridge._durable.runstate import RunState
@@ -59,11 +60,13 @@ class Language:
         filename: The file in the snippet's scratch directory that holds its code.
         runner: The runner's command line (the file name follows it), from the runtime;
             raises :class:`SandboxError` when the runtime cannot run the language.
+        boot: The command line of a warm sandbox standing for the runner (``_commands.warm``).
     """
 
     kind: str
     filename: str
     runner: Callable[[SandboxRuntime], list[str]]
+    boot: Callable[[SandboxRuntime], list[str]]
 
 
 def _node_runner(runtime: SandboxRuntime) -> list[str]:
@@ -73,9 +76,19 @@ def _node_runner(runtime: SandboxRuntime) -> list[str]:
     return ["node", str(runtime.node_path / "inngest_tools" / "runner.js")]
 
 
+def _node_boot(runtime: SandboxRuntime) -> list[str]:
+    assert runtime.node_path is not None  # the runner checked it
+    return ["node", str(runtime.node_path / "inngest_tools" / "lib" / "warm.js")]
+
+
 LANGUAGES = {
-    "python": Language("python", "snippet.py", lambda _: ["python3", "-m", "inngest_tools._runner"]),
-    "typescript": Language("typescript", "snippet.ts", _node_runner),
+    "python": Language(
+        "python",
+        "snippet.py",
+        lambda _: ["python3", "-m", "inngest_tools._runner"],
+        lambda _: ["python3", "-m", "inngest_tools._warm"],
+    ),
+    "typescript": Language("typescript", "snippet.ts", _node_runner, _node_boot),
 }
 """The languages a snippet may be written in, by name."""
 
@@ -139,8 +152,24 @@ class Sandbox:
         if rec is not None and rec.done and not _failed_to_start(rec):
             return _result(expect_step(rec, lang.kind, identity), output_schema)
 
+        egress = as_egress(options.get("egress"))
+
         async def work() -> Any:
-            work_dir = Path(tempfile.mkdtemp(prefix="toolbridge-snippet-"))
+            # A snippet's first run may take a sandbox started ahead of need (see _commands.warm).
+            warm = None
+            if rec is None:
+                boot = lang.boot(self._services.runtime)
+                warm = take_warm(
+                    self._services,
+                    lang.kind,
+                    runner,
+                    boot,
+                    env=env,
+                    door=egress is not None,
+                    tools=tool_map,
+                    output_limit=OUTPUT_LIMIT,
+                )
+            work_dir = warm.work_dir if warm else Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
             try:
                 (work_dir / lang.filename).write_text(code, encoding="utf-8")
                 result_path = work_dir / "result.json"
@@ -155,11 +184,14 @@ class Sandbox:
                     timeout=timeout,
                     env={**(env or {}), "TOOLBRIDGE_RESULT_PATH": str(result_path)},
                     writable=[work_dir],
-                    egress=as_egress(options.get("egress")),
+                    egress=egress,
+                    warm=warm,
                 )
                 done = await CommandRun(self._services, self._run, key, plan).execute()
                 _record_snippet(done.step, done.process, result_path, output_schema)
             finally:
+                if warm is not None:
+                    warm.discard()  # when it never ran the snippet
                 shutil.rmtree(work_dir, ignore_errors=True)
             await self._run.journal.write(done.step)
             return _result(done.step, output_schema)

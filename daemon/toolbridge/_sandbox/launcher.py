@@ -40,6 +40,9 @@ class LaunchSpec:
         hidden_paths: The daemon's own state (its journal, the journal's ``-wal`` and
             ``-shm``, its secret key): a real sandbox never shows them, even when they lie
             inside a path it shows (the working directory, say).
+        stdin: A file descriptor to give the command as its stdin (it stays the caller's
+            to close); ``/dev/null`` when ``None``. A warm sandbox waits on it for its
+            command (see ``_sandbox.warm``).
     """
 
     argv: Sequence[str]
@@ -51,6 +54,7 @@ class LaunchSpec:
     writable_paths: Sequence[Path] = ()
     socket_dir: Path | None = None
     hidden_paths: Sequence[Path] = ()
+    stdin: int | None = None
 
     def __post_init__(self) -> None:
         # Launchers chdir in their own ways (bwrap inside its mount namespace): a relative

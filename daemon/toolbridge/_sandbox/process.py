@@ -152,7 +152,7 @@ class ProcessRun:
                 *die_with_parent([program, *argv[1:]]),
                 env=dict(spec.env),
                 cwd=spec.cwd,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL if spec.stdin is None else spec.stdin,
                 stdout=self._stdout.write_end,
                 stderr=self._stderr.write_end,
                 start_new_session=True,

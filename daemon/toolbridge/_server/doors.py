@@ -52,10 +52,19 @@ class Doors:
         self._open: set[aio.Server] = set()
         self._closing: set[asyncio.Task[None]] = set()
 
-    @contextlib.asynccontextmanager
-    async def open(self, scope: CommandScope, max_connections: int) -> AsyncIterator[tuple[str, Path]]:
-        """A door for the command of ``scope`` while it runs: its address and its directory."""
+    def reserve(self) -> tuple[str, Path]:
+        """A directory for a door opened later (a warm sandbox is shown it as it starts), and
+        the address the door will have there."""
         directory = Path(tempfile.mkdtemp(prefix="command-", dir=self._parent))
+        return f"unix:{directory / SOCKET_NAME}", directory
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, scope: CommandScope, max_connections: int, directory: Path | None = None
+    ) -> AsyncIterator[tuple[str, Path]]:
+        """A door for the command of ``scope`` while it runs: its address and its directory
+        (``directory``, made by :meth:`reserve`, or a new one)."""
+        directory = directory or self.reserve()[1]
         authenticate = self._authenticate
 
         async def own_token_only(token: str) -> CommandScope | None:

@@ -199,6 +199,12 @@ class BwrapLauncher:
         self.limits = limits or SandboxLimits()
         self._executable = executable
 
+    def admit(self, spec: LaunchSpec) -> None:
+        """Let a sandbox started before its command (a warm one) reach the command's socket,
+        made since it started, as :meth:`run` does for a sandbox started for its command."""
+        if os.geteuid() == 0:
+            grant_socket_access(socket_path(spec), SANDBOX_GID)
+
     _swept = False  # once per process: the groups of daemons that died without cleaning up
 
     async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:

@@ -85,7 +85,10 @@ def grant_socket_access(socket: Path, gid: int) -> None:
                 f"{gid} search it (chgrp {gid} {directory} && chmod g+x {directory}) or use "
                 "the default socket"
             )
-    st = socket.stat()
+    try:
+        st = socket.stat()
+    except FileNotFoundError:
+        return  # a warm sandbox's door, opened when its command comes (see BwrapLauncher.admit)
     if not allows(st, -1, gid, 2) and st.st_uid == me:
         os.chown(socket, -1, gid)
         os.chmod(socket, stat.S_IMODE(st.st_mode) | 0o060)
