@@ -2,8 +2,9 @@
 // The calls the client's code cache is built from (lib/loader.js): against a stand-in daemon,
 // a node:http2 server on a private Unix socket that answers every call with `null`, the
 // client makes what a command's first calls make (one call, calls batched together, the
-// definitions), so their functions are compiled when the cache is written. Used only by
-// `node runner.js --build-cache`, never in a sandbox.
+// definitions), so their functions are compiled when the cache is written. Used by
+// `node runner.js --build-cache`, and by a warm sandbox before it is given a command
+// (lib/warm.js), when no command's token or address is in its environment.
 
 const fs = require("node:fs");
 const http2 = require("node:http2");

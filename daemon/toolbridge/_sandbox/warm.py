@@ -256,12 +256,26 @@ class WarmPools:
                 taken = candidate
             else:
                 self._let_go(candidate)
-        while len(pool.ready) < self.size:
-            pool.ready.append(start())
+        if taken is None:
+            self._top_up(key, start)
+        else:
+            # Once it has ended: starting one costs the daemon's loop a fork (about 7 ms) and
+            # the machine an interpreter's start, which the snippet it runs need not wait on.
+            taken.when_gone(lambda: self._top_up(key, start))
         if pool.expiry is not None:
             pool.expiry.cancel()
         pool.expiry = asyncio.get_running_loop().call_later(self._idle, self._expire, key)
         return taken
+
+    def _top_up(self, key: Hashable, start: Callable[[], WarmSandbox]) -> None:
+        pool = self._pools.get(key)
+        if pool is None or self._closed:
+            return  # let go meanwhile (idle, or the bridge closing)
+        for sandbox in [sandbox for sandbox in pool.ready if not sandbox.alive]:
+            pool.ready.remove(sandbox)
+            self._let_go(sandbox)
+        while len(pool.ready) < self.size:
+            pool.ready.append(start())
 
     def ready(self, key: Hashable) -> list[WarmSandbox]:
         """The sandboxes of ``key`` waiting now (for measures and tests)."""
