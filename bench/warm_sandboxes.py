@@ -178,13 +178,14 @@ async def main(runs: int, rounds: int) -> None:
         work = Path(scratch)
         os.chmod(work, 0o755)  # the sandbox user must be able to enter it
         for _ in range(rounds):
-            for sandbox in ("process", "bwrap"):
+            sandboxes: tuple[Sandbox, ...] = ("process", "bwrap")
+            for sandbox in sandboxes:
                 for language in ("python", "typescript"):
                     key = (sandbox, language)
                     rows.setdefault(key, []).append(await one_round(sandbox, language, runs, work))
 
     def median(key: tuple[Sandbox, str], name: str) -> float:
-        return statistics.median(row[name] for row in rows[key])
+        return float(statistics.median(row[name] for row in rows[key]))
 
     print(
         f"medians of {rounds} rounds x {runs} runs (ms), uid {os.geteuid()}; a pool of {POOL} per "
