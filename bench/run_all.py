@@ -27,6 +27,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("Latency by client, beside raw unary and stream echoes", ["call_latency.py"], ["--rounds", "1"]),
     ("Peers: MCP SDK stdio, DBOS steps", ["peers.py"], ["--rounds", "3", "--calls", "500"]),
     ("Sandbox start-up", ["sandbox_startup.py"], []),
+    ("Warm sandboxes: a snippet beside starting the client cold", ["warm_sandboxes.py"], ["--rounds", "1"]),
     ("Durability: replay and crash recovery", ["durability.py"], []),
     ("Validation", ["validation.py"], []),
     ("A fresh install and its first command", ["first_command.py"], ["--rounds", "1"]),

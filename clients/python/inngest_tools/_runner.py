@@ -80,9 +80,9 @@ def leave(code: int) -> NoReturn:
     of a snippet's 30, for a process about to be gone. Objects still in reference cycles are
     collected first, so files the snippet left open are flushed and closed as they would be.
     """
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # What the interpreter's own exit does first: the threading module's exit callbacks
+    # (concurrent.futures' executors shut down), then every non-daemon thread joined.
+    threading._shutdown()  # type: ignore[attr-defined]
     gc.collect()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -44,6 +44,8 @@ def take_warm(
     pools = services.warm
     if pools is None or door or any(tool.shim is not None for tool in tools.values()):
         return None
+    if not getattr(services.launcher, "takes_stdin", False):
+        return None  # a launcher that would not give it its stdin
     if any(read_at_start(name) for name in env or {}):
         return None
     key = (services.launcher.name, kind)

@@ -42,7 +42,8 @@ class LaunchSpec:
             inside a path it shows (the working directory, say).
         stdin: A file descriptor to give the command as its stdin (it stays the caller's
             to close); ``/dev/null`` when ``None``. A warm sandbox waits on it for its
-            command (see ``_sandbox.warm``).
+            command: a launcher that honours it says so with a class attribute
+            ``takes_stdin = True``, and only such a launcher is given warm sandboxes.
     """
 
     argv: Sequence[str]

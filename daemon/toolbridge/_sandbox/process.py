@@ -302,6 +302,7 @@ class ProcessLauncher:
     """
 
     name = "process"
+    takes_stdin = True  # LaunchSpec.stdin: it may keep warm sandboxes
 
     async def run(self, spec: LaunchSpec, stop: StopSignal) -> ProcessOutcome:
         return await ProcessRun(spec.argv, spec, stop).run()

@@ -194,6 +194,7 @@ class BwrapLauncher:
     """
 
     name = "bwrap"
+    takes_stdin = True  # LaunchSpec.stdin: it may keep warm sandboxes
 
     def __init__(self, *, limits: SandboxLimits | None = None, executable: str = "bwrap") -> None:
         self.limits = limits or SandboxLimits()
