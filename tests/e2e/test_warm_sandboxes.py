@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.node_launchers import LAUNCHERS
+from tests.helpers import WAIT, wait_until
 from toolbridge import Bridge, SnippetError, ToolOptions
 from toolbridge._sandbox.warm import WarmPools, read_at_start
 
@@ -219,6 +223,40 @@ async def test_the_pool_is_bounded_and_gone_with_the_bridge(journal_path: Path, 
         assert len(pools.ready((sandbox, "typescript"))) == 2
         assert _processes_naming(private) != []
     assert _processes_naming(private) == []
+
+
+KILLED_HOST = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from toolbridge import Bridge
+
+    async def main():
+        async with Bridge(None, sandbox=sys.argv[1], warm_sandboxes=2) as bridge, bridge.run() as step:
+            await step.sandbox.python("first", "return 1")
+            print(Path(bridge.address.removeprefix("unix:")).parent, flush=True)
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_killed_host_leaves_no_warm_sandbox(tmp_path: Path, sandbox: str) -> None:
+    host = tmp_path / "host.py"
+    host.write_text(KILLED_HOST)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(host), sandbox, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        private = (await asyncio.wait_for(process.stdout.readline(), WAIT)).decode().strip()
+        # Both of the pool's sandboxes started (their processes name the host's directory).
+        await wait_until(lambda: len(_processes_naming(private)) >= 2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    await wait_until(lambda: _processes_naming(private) == [])
 
 
 def test_the_variables_read_at_start_and_the_pool_size() -> None:
