@@ -184,14 +184,11 @@ async def test_a_burst_beyond_the_pool_runs_every_snippet(warm: Bridge) -> None:
             )
         )
     assert results == [i + 1 for i in range(16)]
-    pools = warm._services.warm if warm._services else None
-    assert pools is not None
-    assert len(pools.ready((pools_key(warm), "python"))) <= 2
+    assert len(_pools(warm).ready((warm._parts.launcher.name, "python"))) <= 2
 
 
-def pools_key(bridge: Bridge) -> str:
-    assert bridge._services is not None
-    return bridge._services.launcher.name
+def _pools(bridge: Bridge) -> WarmPools:
+    return bridge._parts.warm
 
 
 def _processes_naming(text: str) -> list[int]:
@@ -217,8 +214,7 @@ async def test_the_pool_is_bounded_and_gone_with_the_bridge(journal_path: Path, 
         for index in range(3):
             await _snippet(bridge, "python", f"s{index}", "return 1")
         await _snippet(bridge, "typescript", "t", "return 1;")
-        pools = bridge._services.warm if bridge._services else None
-        assert pools is not None
+        pools = _pools(bridge)
         assert len(pools.ready((sandbox, "python"))) == 2
         assert len(pools.ready((sandbox, "typescript"))) == 2
         assert _processes_naming(private) != []
