@@ -34,10 +34,12 @@ from pathlib import Path
 from toolbridge._futures import retrieve_outcome
 from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessOutcome, StopSignal
 
-__all__ = ["IDLE", "WarmPools", "WarmSandbox", "read_at_start"]
+__all__ = ["IDLE", "REFILL_DELAY", "WarmPools", "WarmSandbox", "read_at_start"]
 
 IDLE = 300.0
 """Seconds a pool's sandboxes wait without a command of their key before they are let go."""
+REFILL_DELAY = 0.05
+"""Seconds after a taken sandbox has ended that the one replacing it is started."""
 LIFETIME = 10 * 365 * 86400.0
 """The launcher's own time limit of a warm sandbox: none to speak of. Its command's timeout
 is counted from the assignment, by :meth:`WarmSandbox.run`."""
@@ -259,9 +261,11 @@ class WarmPools:
         if taken is None:
             self._top_up(key, start)
         else:
-            # Once it has ended: starting one costs the daemon's loop a fork (about 7 ms) and
-            # the machine an interpreter's start, which the snippet it runs need not wait on.
-            taken.when_gone(lambda: self._top_up(key, start))
+            # A moment after it has ended: starting one costs the daemon's loop a fork (4-7 ms)
+            # and the machine an interpreter's start, which neither the snippet it runs nor
+            # its caller, just answered, need wait on.
+            loop = asyncio.get_running_loop()
+            taken.when_gone(lambda: loop.call_later(REFILL_DELAY, self._top_up, key, start))
         if pool.expiry is not None:
             pool.expiry.cancel()
         pool.expiry = asyncio.get_running_loop().call_later(self._idle, self._expire, key)
