@@ -19,12 +19,13 @@ async def main() -> None:
         timings = []
         for index in range(4):
             started = time.perf_counter()
-            # The first snippet starts a sandbox of its own and fills the pool (2 per language);
-            # the next ones each take a warm sandbox, hand it their token and code, and leave it
-            # to be discarded: a sandbox never runs a second snippet.
+            # The first snippet starts a sandbox of its own; once it has ended the pool fills
+            # (2 per language). The next ones each take a warm sandbox, hand it their token and
+            # code, and leave it to be discarded: a sandbox never runs a second snippet.
             total = await step.sandbox.python(f"price-{index}", code, tools={"getPrice": get_price})
             timings.append(time.perf_counter() - started)
             assert total == 25.0
+            await asyncio.sleep(0.5)  # the model's turn: meanwhile the pool is topped up
     # Leaving the bridge lets every waiting sandbox go: nothing is left running.
     # --8<-- [end:warm]
     later = ", ".join(f"{seconds * 1000:.0f}" for seconds in timings[1:])

@@ -67,8 +67,16 @@ async def warm(journal_path: Path, sandbox: str) -> AsyncIterator[Bridge]:
 
 
 async def _snippet(bridge: Bridge, language: str, step_id: str, code: str, **options: Any) -> Any:
-    async with bridge.run() as step:
-        return await getattr(step.sandbox, language)(step_id, code, tools=TOOLS, **options)
+    """Run a snippet; then, on a bridge keeping warm sandboxes, wait until its pool is full
+    again (it is topped up a moment after each snippet), so that the next one takes one."""
+    try:
+        async with bridge.run() as step:
+            return await getattr(step.sandbox, language)(step_id, code, tools=TOOLS, **options)
+    finally:
+        pools = bridge._parts.warm
+        if pools.size:
+            key = (bridge._parts.launcher.name, language)
+            await wait_until(lambda: len(pools.ready(key)) == pools.size)
 
 
 @pytest.mark.parametrize("language", ["python", "typescript"])

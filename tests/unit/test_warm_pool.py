@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import WAIT
+from tests.helpers import WAIT, wait_until
 from toolbridge._sandbox.launcher import LaunchSpec, ProcessOutcome, StopSignal
 from toolbridge._sandbox.warm import WarmPools, WarmSandbox
 
@@ -105,17 +105,20 @@ async def test_a_pool_starts_nothing_before_it_is_asked_and_keeps_at_most_its_si
         return made[-1]
 
     assert pools.ready("k") == []
-    assert pools.take("k", start) is None  # the first is cold; the pool fills behind it
-    assert len(made) == 2
-    # Two taken (each replaced once it has ended); then dry: that one starts cold, and the pool
-    # is topped up at once for the next.
+    assert pools.take("k", start) is None  # the first is cold, and nothing starts meanwhile
+    assert made == []
+    pools.refill("k", start)  # once it has ended
+    await wait_until(lambda: len(made) == 2)
+    # Two taken (each replaced once it has ended); then dry: those start cold, and the pool
+    # is topped up only as commands end (not in the middle of a burst).
     taken = [pools.take("k", start) for _ in range(5)]
-    assert [sandbox is not None for sandbox in taken] == [True, True, False, True, True]
-    assert len(made) == 4
+    assert [sandbox is not None for sandbox in taken] == [True, True, False, False, False]
     assert pools.ready("k") == []
     for sandbox in taken:
         if sandbox is not None:
             sandbox.discard()
+    await wait_until(lambda: len(pools.ready("k")) == 2)
+    assert len(made) == 4
     await pools.close()
     assert all(not sandbox.alive for sandbox in made)
     assert pools.take("k", start) is None  # a bridge entered again starts afresh, cold first
@@ -124,7 +127,7 @@ async def test_a_pool_starts_nothing_before_it_is_asked_and_keeps_at_most_its_si
 
 async def test_a_key_nobody_asks_for_lets_its_sandboxes_go(tmp_path: Path) -> None:
     launcher = WaitingLauncher()
-    pools = WarmPools(1, idle=0.01)
+    pools = WarmPools(1, idle=0.5)  # the refill comes 0.05 s after a command
     made: list[WarmSandbox] = []
 
     def start() -> WarmSandbox:
@@ -132,6 +135,8 @@ async def test_a_key_nobody_asks_for_lets_its_sandboxes_go(tmp_path: Path) -> No
         return made[-1]
 
     pools.take("k", start)
+    pools.refill("k", start)
+    await wait_until(lambda: len(made) == 1)
     await asyncio.wait_for(made[0].gone(), WAIT)
     assert pools.ready("k") == []
     await pools.close()

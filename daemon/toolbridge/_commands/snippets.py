@@ -156,10 +156,10 @@ class Sandbox:
 
         async def work() -> Any:
             # A snippet's first run may take a sandbox started ahead of need (see _commands.warm).
-            warm = None
+            warm, ended = None, None
             if rec is None:
                 boot = lang.boot(self._services.runtime)
-                warm = take_warm(
+                warm, ended = take_warm(
                     self._services,
                     lang.kind,
                     runner,
@@ -192,6 +192,8 @@ class Sandbox:
             finally:
                 if warm is not None:
                     warm.discard()  # when it never ran the snippet
+                if ended is not None:
+                    ended()  # a cold start its pool may now make up for
                 shutil.rmtree(work_dir, ignore_errors=True)
             await self._run.journal.write(done.step)
             return _result(done.step, output_schema)

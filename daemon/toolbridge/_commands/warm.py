@@ -10,7 +10,7 @@ sandbox's: the same launcher, limits, working directory, paths and socket direct
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from toolbridge._commands.services import Services, command_environment
@@ -33,9 +33,11 @@ def take_warm(
     door: bool,
     tools: Mapping[str, Tool],
     output_limit: int,
-) -> WarmSandbox | None:
+) -> tuple[WarmSandbox | None, Callable[[], None] | None]:
     """A warm sandbox for a snippet of ``kind`` (run by ``runner``), or ``None`` (none is
-    ready, the bridge keeps none, or the snippet needs what a warm one was not started with).
+    ready, the bridge keeps none, or the snippet needs what a warm one was not started with);
+    and, when the snippet takes none but could have, what to call once it has ended (the pool
+    of its kind is topped up then).
 
     Args:
         boot: The first stage a warm sandbox of ``kind`` is started with.
@@ -43,13 +45,18 @@ def take_warm(
     """
     pools = services.warm
     if pools is None or door or any(tool.shim is not None for tool in tools.values()):
-        return None
+        return None, None
     if not getattr(services.launcher, "takes_stdin", False):
-        return None  # a launcher that would not give it its stdin
+        return None, None  # a launcher that would not give it its stdin
     if any(read_at_start(name) for name in env or {}):
-        return None
+        return None, None
     key = (services.launcher.name, kind)
-    return pools.take(key, lambda: _start(services, runner, boot, output_limit))
+
+    def start() -> WarmSandbox:
+        return _start(services, runner, boot, output_limit)
+
+    taken = pools.take(key, start)
+    return taken, (None if taken is not None else lambda: pools.refill(key, start))
 
 
 def _start(services: Services, runner: Sequence[str], boot: Sequence[str], output_limit: int) -> WarmSandbox:

@@ -13,10 +13,10 @@ daemon's hidden files, and every variable an interpreter reads as it starts
 (:func:`read_at_start`). A command that does not fit (a door's shims, replay records, a
 ``PYTHONPATH`` of its own) is run as before by the launcher itself.
 
-:class:`WarmPools` keeps up to ``size`` ready per key, filled when a key is first asked for
-(not before: a bridge that runs no snippet starts none) and topped up as they are taken; a
-key nobody asked for in :data:`IDLE` seconds lets its sandboxes go. A dry pool is no wait:
-the caller starts a cold sandbox instead.
+:class:`WarmPools` keeps up to ``size`` ready per key: filled once a first command of a key
+has run (not before: a bridge that runs no snippet starts none), and topped up as each command
+it served ends; a key nobody asked for in :data:`IDLE` seconds lets its sandboxes go. A dry
+pool is no wait: the caller starts a cold sandbox instead.
 """
 
 from __future__ import annotations
@@ -246,8 +246,9 @@ class WarmPools:
         self._closed = False
 
     def take(self, key: Hashable, start: Callable[[], WarmSandbox]) -> WarmSandbox | None:
-        """A ready sandbox of ``key`` (``None`` when there is none yet), topping the pool up
-        with ``start`` in the background."""
+        """A ready sandbox of ``key``, replaced with ``start`` once it has ended; ``None``
+        when there is none (the caller starts a cold sandbox, and calls :meth:`refill` when
+        it has ended)."""
         if self._closed or self.size == 0:
             return None
         pool = self._pools.setdefault(key, _Pool())
@@ -258,18 +259,21 @@ class WarmPools:
                 taken = candidate
             else:
                 self._let_go(candidate)
-        if taken is None:
-            self._top_up(key, start)
-        else:
-            # A moment after it has ended: starting one costs the daemon's loop a fork (4-7 ms)
-            # and the machine an interpreter's start, which neither the snippet it runs nor
-            # its caller, just answered, need wait on.
-            loop = asyncio.get_running_loop()
-            taken.when_gone(lambda: loop.call_later(REFILL_DELAY, self._top_up, key, start))
+        if taken is not None:
+            taken.when_gone(lambda: self.refill(key, start))
         if pool.expiry is not None:
             pool.expiry.cancel()
         pool.expiry = asyncio.get_running_loop().call_later(self._idle, self._expire, key)
         return taken
+
+    def refill(self, key: Hashable, start: Callable[[], WarmSandbox]) -> None:
+        """Top the pool of ``key`` up with ``start``, a moment after a command of its has ended.
+
+        Not sooner: starting one costs the daemon's loop a fork (4-7 ms) and the machine an
+        interpreter's start, which neither that command nor its caller, just answered, need
+        wait on; nor while a burst of commands runs cold, which it would only slow.
+        """
+        asyncio.get_running_loop().call_later(REFILL_DELAY, self._top_up, key, start)
 
     def _top_up(self, key: Hashable, start: Callable[[], WarmSandbox]) -> None:
         pool = self._pools.get(key)
