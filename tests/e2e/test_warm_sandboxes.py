@@ -170,6 +170,43 @@ async def test_a_warm_snippet_is_replayed_from_the_journal(warm: Bridge) -> None
     assert calls == [1, 2]
 
 
+async def test_a_warm_snippet_cut_off_runs_again_answering_its_recorded_calls(
+    journal_path: Path, sandbox: str
+) -> None:
+    calls: list[str] = []
+    blocked, release = asyncio.Event(), asyncio.Event()
+
+    async def count(n: int) -> int:
+        calls.append("count")
+        return n + 1
+
+    async def block() -> str:
+        calls.append("block")
+        blocked.set()
+        await release.wait()
+        return "done"
+
+    code = "return [await tools.count(1), await tools.block()]"
+    tools = {"count": count, "block": block}
+    journal_path.parent.chmod(0o755)
+    async with Bridge(journal=journal_path, sandbox=sandbox, warm_sandboxes=2) as bridge:  # type: ignore[arg-type]
+        await _snippet(bridge, "python", "prime", "return 1")
+        async with bridge.run("cut-off") as step:
+            # Taken warm, stopped mid-way as a dying host would stop it.
+            task = asyncio.ensure_future(step.sandbox.python("agent", code, tools=tools))
+            await asyncio.wait_for(blocked.wait(), WAIT)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    release.set()
+    async with Bridge(journal=journal_path, sandbox=sandbox, warm_sandboxes=2) as bridge:  # type: ignore[arg-type]
+        await _snippet(bridge, "python", "prime", "return 1")
+        async with bridge.run("cut-off") as step:
+            assert await step.sandbox.python("agent", code, tools=tools) == [2, "done"]
+    # The recorded call was answered from the journal; the one cut off ran again.
+    assert calls == ["count", "block", "block"]
+
+
 async def test_what_a_warm_sandbox_was_not_started_with_takes_a_cold_one(warm: Bridge) -> None:
     await _snippet(warm, "python", "prime", "return 1")
     # PYTHONHASHSEED is read as the interpreter starts: too late at an assignment.
