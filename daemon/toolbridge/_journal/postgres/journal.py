@@ -64,6 +64,12 @@ A network that drops the database's packets silently leaves a query waiting for 
 gives up late); the call waiting on it would never be answered. With a timeout it is
 answered ``UNAVAILABLE`` (retryable), never as if it had committed."""
 _RELEASE_ALL = s.RELEASE_ALL.sql(POSTGRES)
+_DURABLE = frozenset({s.TOKEN, s.REVOKE})
+"""Writes committed with a WAL flush whatever the journal's durability: a sidecar token handed
+out, or a revocation, must outlive a crash of the server (a token lost makes its sandbox's
+every call ``Unauthenticated``; a revocation lost lets a revoked token in again). They are
+rare: the flush costs nothing a call pays."""
+_SYNCHRONOUS = "SET LOCAL synchronous_commit TO on"
 
 
 class PostgresJournal(SQLJournal):
@@ -75,7 +81,8 @@ class PostgresJournal(SQLJournal):
         durability: ``"normal"`` (``synchronous_commit=off``) survives the daemon being
             killed at any point, as every committed write is in the server; a crash of the
             database server or its host may lose the last commits (its WAL writer flushes
-            within a few hundred ms). ``"full"`` (``synchronous_commit=on``) survives those
+            within a few hundred ms), but never a sidecar token minted or revoked (those
+            commits always wait for the flush). ``"full"`` (``synchronous_commit=on``) survives those
             too, at the cost of a WAL flush per commit.
         owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
         pool_size: Connections kept for reads (plus one for commits, one for ``LISTEN``).
@@ -91,6 +98,7 @@ class PostgresJournal(SQLJournal):
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self._settings = {"synchronous_commit": "on" if durability == "full" else "off"}
+        self._lazy = durability == "normal"  # commits do not wait for their WAL flush
         self.location: str | None = url
         self._setup(owner)
         self._url = url
@@ -227,6 +235,8 @@ class PostgresJournal(SQLJournal):
                     await _run(conn, self._steps(grouped[s.STEP]))
                     return
                 async with conn.transaction():
+                    if self._lazy and not grouped.keys().isdisjoint(_DURABLE):
+                        await conn.execute(_SYNCHRONOUS)  # see _DURABLE
                     for kind, writes in grouped.items():
                         await _run(conn, self._operation(kind, writes))
                 return
