@@ -141,7 +141,16 @@ class Cluster:
     def restart(self, *, crash: bool = True) -> None:
         """Stop the server (at once, as a crash would, unless not ``crash``: then cleanly) and
         start it again on the same data."""
+        self.halt(crash=crash)
+        self.resume()
+
+    def halt(self, *, crash: bool = True) -> None:
+        """Stop the server (``immediate``: a crash; else ``fast``: sessions ended, then a clean
+        shutdown), keeping its data for :meth:`resume`."""
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate" if crash else "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again on its data, after :meth:`halt`."""
         self._run_server()
 
     def tcp_url(self, database: str = "postgres") -> str:
