@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import netns
+from tests.hosts.daemon_logs import daemon_lines, saw
 from tests.hosts.journal import tool_steps
 from tests.pg_cluster import Cluster, running_cluster
 from tests.tls_certs import CA, new_ca
@@ -93,6 +94,7 @@ class Figures:
     at_most_once_doubled: list[str] = field(default_factory=list)
     steps_run_more_than_once: int = 0  # at-least-once: a step left running by a killed daemon
     calls_run_under_two_steps: int = 0  # a sandbox's retry after UNAVAILABLE is a new call
+    daemons: dict[str, Counter[str]] = field(default_factory=dict)  # what each one's log says
 
     def lines(self) -> list[str]:
         faults = ", ".join(f"{kind} {count}" for kind, count in sorted(self.faults.items()))
@@ -109,6 +111,7 @@ class Figures:
             "steps run more than once while running (at-least-once after a kill) "
             f"{self.steps_run_more_than_once}; sandbox calls run again under a new step after "
             f"UNAVAILABLE {self.calls_run_under_two_steps}",
+            *daemon_lines(self.daemons),
         ]
 
 
@@ -312,6 +315,7 @@ async def run_schedule(
             finally:
                 await world.stop_all()
             check_books(figures, outcomes, journal, world.ledger)
+            figures.daemons = {name: saw(work / f"daemon-{name}.log") for name in world.daemons}
     return figures
 
 
