@@ -19,6 +19,7 @@ from toolbridge._calls.scope import CommandScope
 from toolbridge._commands.services import Services
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
+from toolbridge._durable.serving import FunctionServing
 from toolbridge._durable.steps import nested_steps
 from toolbridge._durable.triggers import Triggers
 from toolbridge._durations import Duration, seconds
@@ -144,11 +145,16 @@ class Bridge:
         self._events = EventBus(self._journal)
         self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
         self._events.on_event.append(self._triggers.on_event)
+        self._serving = FunctionServing(self._registry, self.run, self._runs, self._background)
         self._services: Services | None = None
         self._shutdown = Shutdown(seconds(shutdown_grace, option="shutdown_grace", allow_zero=True))
         self._approval_hub = hub = ApprovalHub(self._journal)
         self._sidecar = SidecarScopes(
-            self._journal, self._tools, self._runs, nested_steps(self._events, self._registry.functions), hub
+            self._journal,
+            self._tools,
+            self._runs,
+            nested_steps(self._events, self._registry.functions, self._journal.functions),
+            hub,
         )
 
     @property
@@ -288,6 +294,11 @@ class Bridge:
             await self._journal.close()
             raise
         self._triggers.opened()
+        try:
+            await self._serving.open()
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     async def _serve(self) -> None:
@@ -301,7 +312,7 @@ class Bridge:
             socket_dir=self._endpoint.socket_dir,
             doors=self._endpoint.doors,
             events=self._events,
-            steps_factory=nested_steps(self._events, self._registry.functions),
+            steps_factory=nested_steps(self._events, self._registry.functions, self._journal.functions),
             approvals=self._approval_hub,
             functions=self._registry.functions,
             state_paths=(*_state_paths(self._journal), *([self._key_file] if self._key_file else [])),
@@ -388,6 +399,7 @@ class Bridge:
     async def aclose(self) -> None:
         """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
+            await self._serving.close()  # no new invocations; those in flight get the grace
             await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
             await self._runs.close()
             await self._sidecar.close()

@@ -93,7 +93,7 @@ class FunctionRef:
         """The reference as a tool: the sandbox's named arguments become the event data."""
 
         async def run_referenced(args: Any, ctx: ToolContext) -> Any:
-            function = resolve_function(self, ctx.step.function)
+            function = await resolve_function(self, ctx.step.find_function)
             schema = function.trigger.schema if function.trigger is not None else None
             if schema is not None:
                 try:
