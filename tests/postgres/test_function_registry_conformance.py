@@ -36,7 +36,9 @@ async def daemons(journal_url: str) -> AsyncIterator[tuple[Journal, Journal]]:
         yield opened[0], opened[1]
 
 
-async def test_a_registration_is_seen_by_every_daemon_with_its_schema(daemons: tuple[Journal, Journal]) -> None:
+async def test_a_registration_is_seen_by_every_daemon_with_its_schema(
+    daemons: tuple[Journal, Journal],
+) -> None:
     a, b = daemons
     assert await a.functions.servers("refund") == []
     await b.functions.register([REFUND, NOTE], ttl=30)
@@ -110,6 +112,7 @@ async def test_an_invocation_is_settled_once(daemons: tuple[Journal, Journal]) -
         None,
         "host-b:2:b",
     )
-    assert settled.finished_at is not None and settled.finished_at >= settled.created_at
+    assert settled.finished_at is not None
+    assert settled.finished_at >= settled.created_at
     assert await b.functions.pending(limit=10) == []
     assert await a.functions.get("inv_missing") is None
