@@ -401,8 +401,9 @@ class Bridge:
     async def aclose(self) -> None:
         """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
         try:
-            await self._serving.close()  # no new invocations; those in flight get the grace
+            await self._serving.stop()  # no new invocations; those in flight get the grace
             await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
+            await self._serving.unregister()
             await self._runs.close()
             await self._sidecar.close()
         finally:

@@ -142,3 +142,13 @@ async def test_a_step_invoke_by_id_reaches_b_too(journal_url: str) -> None:
                 await step.invoke("nope", function="nope", data={})
     assert (result["refunded"], result["by"]) == ("o7", "B")
     assert len(calls) == 1
+
+
+async def test_with_two_daemons_serving_it_each_call_runs_once(journal_url: str) -> None:
+    calls: list[dict[str, Any]] = []
+    async with daemon_b(journal_url, calls), daemon_b(journal_url, calls), daemon_a(journal_url) as a:
+        results = await asyncio.gather(
+            *(a.call_tool("refund", {"order_id": f"o{n}", "amount": n}, run_id=f"many-{n}") for n in range(8))
+        )
+    assert [r["refunded"] for r in results] == [f"o{n}" for n in range(8)]
+    assert sorted(c["order_id"] for c in calls) == sorted(f"o{n}" for n in range(8))

@@ -3,7 +3,8 @@
 B (``refund_daemon.py``) declares ``refund``; the test's bridge A only names it. A sandboxed
 call on A gets B's result; after B's clean shutdown (SIGTERM) the call fails at once with
 ``FunctionNotFound``; when B is killed while it runs the call, A stops waiting once B's
-registration has expired (one ``run_lease``), with the same clear error.
+registration has expired (one ``run_lease``), with the same clear error, unless another
+daemon serving it takes the dead one's run over and finishes it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from toolbridge import Bridge, ToolOptions, function_ref
+from toolbridge import Bridge, FunctionContext, ToolOptions, function_ref
+from toolbridge._journal.base import open_journal
 
 DAEMON = Path(__file__).with_name("refund_daemon.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -89,3 +91,35 @@ async def test_a_waiting_call_fails_clearly_when_b_dies_under_it(journal_url: st
         result = await asyncio.wait_for(waiting, 30)
     assert result["error"] == "FunctionNotFound"
     assert "no daemon of this journal serves function 'refund'" in result["message"]
+
+
+async def test_another_daemon_serving_the_function_takes_over_the_run_of_one_that_died(
+    journal_url: str,
+) -> None:
+    ran: list[str] = []
+    b2 = Bridge(journal=journal_url, run_lease="1s")
+
+    @b2.function(id="refund")
+    async def refund(ctx: FunctionContext) -> dict[str, Any]:
+        ran.append(ctx.run_id)
+        return {"refunded": ctx.event.data["order_id"], "pid": os.getpid()}
+
+    async with Bridge(journal=journal_url) as a:
+        async with daemon_b(journal_url, "hang", lease="1s") as b1:
+            waiting = asyncio.ensure_future(call(a, "taken-over"))
+            started = await b1.event()  # B1 claimed the invocation: it holds its run
+            b1.process.kill()
+        async with b2:  # serves refund too: once B1's lease runs out, the run is its own
+            result = await asyncio.wait_for(waiting, 30)
+    reader = open_journal(journal_url)
+    await reader.open()
+    try:
+        run = await reader.get_run(ran[0])
+    finally:
+        await reader.close()
+    assert started["event"] == "started"
+    assert result == {"refunded": "o1", "pid": os.getpid()}
+    assert len(ran) == 1
+    assert ran[0].startswith("refund/inv_")
+    assert run is not None
+    assert (run.status, run.fence) == ("completed", 2)  # B1's fence, then B2's

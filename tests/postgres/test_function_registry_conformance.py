@@ -116,3 +116,16 @@ async def test_an_invocation_is_settled_once(daemons: tuple[Journal, Journal]) -
     assert settled.finished_at >= settled.created_at
     assert await b.functions.pending(limit=10) == []
     assert await a.functions.get("inv_missing") is None
+
+
+async def test_an_invocation_whose_run_a_live_lease_holds_is_not_pending_for_others(
+    daemons: tuple[Journal, Journal],
+) -> None:
+    a, b = daemons
+    await a.functions.register([REFUND], ttl=30)
+    await b.functions.register([REFUND], ttl=30)
+    await a.functions.request(Invocation(id="inv_1", function_id="refund", data={}, caller_run_id="r"))
+    await b.enter_run("refund/inv_1", lease=30)  # b claimed it: it runs it
+    assert await a.functions.pending(limit=10) == []
+    await b.release_run("refund/inv_1")  # b left it unsettled (it stopped): anyone may take it
+    assert [i.id for i in await a.functions.pending(limit=10)] == ["inv_1"]

@@ -3,9 +3,11 @@
 While a bridge is open it lists the durable functions it declares in the journal's registry
 (``_journal/functions.py``): id, trigger event name and JSON Schema, under a lease of one
 ``run_lease`` on the database's clock, renewed every third of it (and at once when a function
-is declared), and removed when the bridge closes. A daemon that dies stops renewing; its
-rows stop counting when the lease runs out, so callers then learn that nobody serves the
-function instead of waiting forever.
+is declared), and removed when the bridge closes (after the invocations it was running had
+their shutdown grace: their callers keep waiting meanwhile, and new ones go to another daemon
+serving the function, or wait until the rows are gone and learn that none does). A daemon
+that dies stops renewing; its rows stop counting when the lease runs out, so callers then
+learn that nobody serves the function instead of waiting forever.
 
 It also looks for pending invocations of its functions (every ``POLL_AT_MOST`` seconds at
 most: sooner while there is work) and runs each as the durable run ``FUNCTION_ID/INVOCATION_ID``
@@ -71,18 +73,23 @@ class FunctionServing:
 
     async def open(self) -> None:
         """List the functions declared so far, then renew and serve in the background."""
+        if self._runs.journal.location is None:
+            return  # a journal that records nothing is shared with no other daemon
         await self._register()
         self._task = asyncio.ensure_future(self._serve())
 
-    async def close(self) -> None:
-        """Stop looking for invocations and remove this daemon's registrations (runs in
-        flight are the bridge's to drain)."""
+    async def stop(self) -> None:
+        """Stop looking for invocations (and renewing): the bridge is closing. The rows stay
+        until :meth:`unregister`, so that callers of the runs in flight keep waiting for them."""
         task, self._task = self._task, None
         if task is None:
             return
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+    async def unregister(self) -> None:
+        """Remove this daemon's registrations (once the runs in flight were drained)."""
         if self._listed:
             try:
                 await self._store.unregister()

@@ -145,7 +145,8 @@ class FunctionStore(Protocol):
     async def get(self, invocation_id: str) -> Invocation | None: ...
 
     async def pending(self, *, limit: int) -> list[Invocation]:
-        """Pending invocations of functions this journal's owner serves (live rows), oldest first."""
+        """Pending invocations of functions this journal's owner serves (live rows), oldest
+        first, but for those whose run (``FUNCTION_ID/INVOCATION_ID``) a live lease holds."""
         ...
 
     async def settle(
@@ -180,10 +181,14 @@ REQUEST = Statement(
     "NULL, NULL) ON CONFLICT (invocation_id) DO NOTHING"
 )
 INVOCATION = Statement(f"SELECT {_INVOCATION_COLUMNS} FROM invocations WHERE invocation_id = ?")
+# Not those whose run (``FUNCTION_ID/INVOCATION_ID``) a daemon holds under a live lease: it is
+# running them, and trying to enter each of them on every look would be a write apiece.
 PENDING = Statement(
     f"SELECT {', '.join('i.' + c.strip() for c in _INVOCATION_COLUMNS.split(','))} FROM invocations i "
     "WHERE i.state = 'pending' AND EXISTS (SELECT 1 FROM function_servers f WHERE "
     "f.function_id = i.function_id AND f.owner = ? AND f.expires_at > {now}) "
+    "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = i.function_id || '/' || i.invocation_id "
+    "AND r.status = 'running' AND r.lease_expires_at > {now}) "
     "ORDER BY i.created_at, i.invocation_id LIMIT ?"
 )
 SETTLE = Statement(
