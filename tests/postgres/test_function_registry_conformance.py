@@ -6,6 +6,7 @@ two journals (two daemons) on it, as ``function_ref`` across daemons uses them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 
@@ -129,3 +130,21 @@ async def test_an_invocation_whose_run_a_live_lease_holds_is_not_pending_for_oth
     assert await a.functions.pending(limit=10) == []
     await b.release_run("refund/inv_1")  # b left it unsettled (it stopped): anyone may take it
     assert [i.id for i in await a.functions.pending(limit=10)] == ["inv_1"]
+
+
+async def test_requesting_and_settling_wake_the_other_daemons_watching(
+    daemons: tuple[Journal, Journal],
+) -> None:
+    a, b = daemons
+    heard: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    stop = b.functions.watch(lambda kind, key: heard.put_nowait((kind, key)))
+    await a.functions.request(Invocation(id="inv_1", function_id="refund", data={}, caller_run_id="r"))
+    assert await asyncio.wait_for(heard.get(), 10) == ("invoked", "refund")
+    await a.functions.settle("inv_1", "completed", output_json="1", error=None)
+    assert await asyncio.wait_for(heard.get(), 10) == ("settled", "inv_1")
+    stop()
+    later: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    b.functions.watch(lambda kind, key: later.put_nowait((kind, key)))
+    await a.functions.request(Invocation(id="inv_2", function_id="note", data={}, caller_run_id="r"))
+    assert await asyncio.wait_for(later.get(), 10) == ("invoked", "note")
+    assert heard.empty()  # stopped watching: not told

@@ -18,6 +18,7 @@ raises ``FunctionNotFound``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -32,7 +33,8 @@ from toolbridge._tools.events import Event, EventType
 __all__ = ["RemoteFunction", "find_remote"]
 
 FIRST_LOOK = 0.01
-"""Seconds before the first look at an invocation; each look waits twice as long as the last."""
+"""Seconds before the first look at an invocation; each look waits twice as long as the last
+(unless a wake-up says it is settled: see ``_journal/wakeups.py``)."""
 LOOK_AT_MOST = 0.25
 """The longest wait between two looks at an invocation (a serving daemon claims new ones
 within ``serving.POLL_AT_MOST`` of their writing)."""
@@ -64,20 +66,32 @@ class RemoteFunction:
             ToolError: the function's own error, or ``FunctionNotFound`` when no daemon
                 serves it any more.
         """
-        invocation = await self._store.request(
-            Invocation(id=event.id, function_id=self.id, data=event.data, caller_run_id=run_id)
-        )
-        wait = FIRST_LOOK
-        checked = time.monotonic()
-        while invocation.state == "pending":
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, LOOK_AT_MOST)
-            found = await self._store.get(invocation.id)
-            invocation = invocation if found is None else found
-            if invocation.state == "pending" and time.monotonic() - checked >= SERVERS_EVERY:
-                checked = time.monotonic()
-                if not await self._store.servers(self.id):
-                    invocation = await self._give_up(invocation)
+        settled = asyncio.Event()
+
+        def on_wakeup(kind: str, key: str) -> None:
+            if kind == "settled" and key == event.id:
+                settled.set()
+
+        unwatch = self._store.watch(on_wakeup)
+        try:
+            invocation = await self._store.request(
+                Invocation(id=event.id, function_id=self.id, data=event.data, caller_run_id=run_id)
+            )
+            wait = FIRST_LOOK
+            checked = time.monotonic()
+            while invocation.state == "pending":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(settled.wait(), wait)
+                settled.clear()  # before looking: a wake-up from now on is not lost
+                wait = min(wait * 2, LOOK_AT_MOST)
+                found = await self._store.get(invocation.id)
+                invocation = invocation if found is None else found
+                if invocation.state == "pending" and time.monotonic() - checked >= SERVERS_EVERY:
+                    checked = time.monotonic()
+                    if not await self._store.servers(self.id):
+                        invocation = await self._give_up(invocation)
+        finally:
+            unwatch()
         return outcome(invocation)
 
     async def _give_up(self, invocation: Invocation) -> Invocation:

@@ -9,8 +9,9 @@ serving the function, or wait until the rows are gone and learn that none does).
 that dies stops renewing; its rows stop counting when the lease runs out, so callers then
 learn that nobody serves the function instead of waiting forever.
 
-It also looks for pending invocations of its functions (every ``POLL_AT_MOST`` seconds at
-most: sooner while there is work) and runs each as the durable run ``FUNCTION_ID/INVOCATION_ID``
+It also looks for pending invocations of its functions (at once when a wake-up says one was
+written, see ``_journal/wakeups.py``; else every ``POLL_AT_MOST`` seconds at most, sooner
+while there is work) and runs each as the durable run ``FUNCTION_ID/INVOCATION_ID``
 (``step.invoke`` inside it: validation, attempts, nested steps), then settles the
 invocation with the result or the error. Claiming is entering the run: several daemons
 serving one function race for it and the run's lease decides (the others get
@@ -26,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from toolbridge._durable.runs import Runs
@@ -68,20 +70,33 @@ class FunctionServing:
         self._serving: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._listed: frozenset[str] = frozenset()
-        self._changed = asyncio.Event()
-        registry.declared.append(self._changed.set)
+        self._declared = False  # a function was declared since the last registration
+        self._wake = asyncio.Event()  # look now: a function was declared, or invoked
+        self._unwatch: Callable[[], None] | None = None
+        registry.declared.append(self._on_declared)
+
+    def _on_declared(self) -> None:
+        self._declared = True
+        self._wake.set()
+
+    def _on_wakeup(self, kind: str, key: str) -> None:
+        if kind == "invoked" and key in self._listed:
+            self._wake.set()
 
     async def open(self) -> None:
         """List the functions declared so far, then renew and serve in the background."""
         if self._runs.journal.location is None:
             return  # a journal that records nothing is shared with no other daemon
         await self._register()
+        self._unwatch = self._store.watch(self._on_wakeup)
         self._task = asyncio.ensure_future(self._serve())
 
     async def stop(self) -> None:
         """Stop looking for invocations (and renewing): the bridge is closing. The rows stay
         until :meth:`unregister`, so that callers of the runs in flight keep waiting for them."""
         task, self._task = self._task, None
+        if self._unwatch is not None:
+            self._unwatch()
         if task is None:
             return
         task.cancel()
@@ -97,7 +112,7 @@ class FunctionServing:
                 log.warning("could not remove this daemon's functions from the journal: %s", exc)
 
     async def _register(self) -> None:
-        self._changed.clear()
+        self._declared = False
         functions = list(self._registry.functions.values())
         listed, self._listed = self._listed, frozenset(function.id for function in functions)
         if not functions and not listed:
@@ -121,8 +136,9 @@ class FunctionServing:
         renewed = time.monotonic()
         wait = POLL_FIRST
         while True:
+            self._wake.clear()  # before looking: a wake-up from now on is not lost
             try:
-                if self._changed.is_set() or time.monotonic() - renewed >= self._runs.lease / 3:
+                if self._declared or time.monotonic() - renewed >= self._runs.lease / 3:
                     await self._register()
                     renewed = time.monotonic()
                 found = await self._store.pending(limit=BATCH) if self._listed else []
@@ -133,7 +149,7 @@ class FunctionServing:
             wait = POLL_FIRST if any(started) else min(wait * 2, POLL_AT_MOST)
             with contextlib.suppress(TimeoutError):
                 # Serving nothing, it sleeps until a function is declared.
-                await asyncio.wait_for(self._changed.wait(), wait if self._listed else None)
+                await asyncio.wait_for(self._wake.wait(), wait if self._listed else None)
 
     def _start(self, invocation: Invocation) -> bool:
         if self._registry.functions.get(invocation.function_id) is None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from toolbridge._journal.statements import FUNCTIONS, Statement, Write
+from toolbridge._journal.wakeups import NOTIFY, Kind, Listener, Wakeups, notice
 
 __all__ = [
     "FUNCTIONS_MIGRATION",
@@ -124,6 +125,11 @@ class Invocation:
 
 class FunctionStore(Protocol):
     """The registry of served functions and their invocations. Writes return once committed."""
+
+    def watch(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` when an invocation is written or settled (see ``wakeups.py``), so
+        that a poll can look at once; returns the function that stops it."""
+        ...
 
     async def register(self, functions: Sequence[ServedFunction], *, ttl: float) -> None:
         """List (or list again, renewing) the functions this journal's owner serves for ``ttl``
@@ -238,16 +244,31 @@ class SQLFunctions:
         queue: The journal's group commit.
         owner: Who the journal writes as (the daemon these registrations name).
         host_now: The host's clock in epoch ms on a dialect that has none, else ``None``.
+        notify: Send wake-ups with ``NOTIFY`` (PostgreSQL); else wake the journals of this
+            process on the same file (SQLite).
     """
 
-    def __init__(self, select: Select, queue: Queue, owner: str, host_now: Callable[[], int | None]) -> None:
+    def __init__(
+        self, select: Select, queue: Queue, owner: str, host_now: Callable[[], int | None], *, notify: bool
+    ) -> None:
         self._select = select
         self._queue = queue
         self._owner = owner
         self._now = host_now
+        self._notify = notify
+        self.wakeups = Wakeups()
 
-    async def _write(self, *statements: tuple[Statement, tuple[Any, ...]]) -> list[list[Sequence[Any]]]:
+    def watch(self, listener: Listener) -> Callable[[], None]:
+        return self.wakeups.watch(listener)
+
+    async def _write(
+        self, *statements: tuple[Statement, tuple[Any, ...]], wake: tuple[Kind, str] | None = None
+    ) -> list[list[Sequence[Any]]]:
+        if wake is not None and self._notify:
+            statements = (*statements, (NOTIFY, (notice(*wake),)))
         rows: list[list[Sequence[Any]]] = await self._queue(FUNCTIONS, None, (list(statements), self._now()))
+        if wake is not None and not self._notify:
+            self.wakeups.spread(*wake)
         return rows
 
     async def register(self, functions: Sequence[ServedFunction], *, ttl: float) -> None:
@@ -280,7 +301,7 @@ class SQLFunctions:
     async def request(self, invocation: Invocation) -> Invocation:
         data = json.dumps(invocation.data)
         params = (invocation.id, invocation.function_id, data, invocation.caller_run_id)
-        await self._write((REQUEST, params))
+        await self._write((REQUEST, params), wake=("invoked", invocation.function_id))
         kept = await self.get(invocation.id)
         assert kept is not None  # (written above, or before by the same step)
         return kept
@@ -297,12 +318,15 @@ class SQLFunctions:
     ) -> bool:
         error_json = None if error is None else json.dumps(error)
         params = (state, self._owner, output_json, error_json, invocation_id)
-        (won,) = await self._write((SETTLE, params))
+        won = (await self._write((SETTLE, params), wake=("settled", invocation_id)))[0]
         return bool(won)
 
 
 class NoFunctions:
     """A bridge without a journal shares nothing: it serves no other daemon, and none serve it."""
+
+    def watch(self, listener: Listener) -> Callable[[], None]:
+        return lambda: None
 
     async def register(self, functions: Sequence[ServedFunction], *, ttl: float) -> None:
         return None

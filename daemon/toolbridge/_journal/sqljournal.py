@@ -88,7 +88,9 @@ class SQLJournal(StepReads):
         self._commits: GroupCommit | None = None
         self._held = Fences()  # the fence of each run held, and of those left lately
         self.approvals = SQLApprovals(self._select, self._queue)
-        self.functions = SQLFunctions(self._select, self._queue, self.owner, self._host_now)
+        self.functions = SQLFunctions(
+            self._select, self._queue, self.owner, self._host_now, notify=self.dialect.name == "postgres"
+        )
 
     # -- the dialect's hooks ---------------------------------------------------------------
 
