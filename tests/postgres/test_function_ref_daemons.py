@@ -43,6 +43,8 @@ def daemon_b(
     @bridge.function(id="refund", trigger=event_type("order/refund", schema=Refund))
     async def refund(ctx: FunctionContext) -> dict[str, Any]:
         calls.append(ctx.event.data)
+        if ctx.event.data["amount"] > 1000:
+            raise ToolError("refunds over 1000 need a person", type="TooLarge")
         if started is not None:
             started.set()
         if gate is not None:
@@ -152,3 +154,13 @@ async def test_with_two_daemons_serving_it_each_call_runs_once(journal_url: str)
         )
     assert [r["refunded"] for r in results] == [f"o{n}" for n in range(8)]
     assert sorted(c["order_id"] for c in calls) == sorted(f"o{n}" for n in range(8))
+
+
+async def test_the_error_of_the_function_on_b_reaches_the_sandbox_on_a(journal_url: str) -> None:
+    calls: list[dict[str, Any]] = []
+    async with daemon_b(journal_url, calls), daemon_a(journal_url) as a:
+        result = await snippet_call(a, "agent-big", {"order_id": "o1", "amount": 5000})
+        again = await snippet_call(a, "agent-big", {"order_id": "o1", "amount": 5000})  # a replay
+    assert result == {"error": "TooLarge", "message": "refunds over 1000 need a person"}
+    assert again == result
+    assert len(calls) == 1  # not retryable: B ran it once, and A's replay did not ask again

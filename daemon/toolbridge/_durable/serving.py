@@ -32,7 +32,7 @@ from typing import Any
 
 from toolbridge._durable.runs import Runs
 from toolbridge._durable.triggers import EnterRun
-from toolbridge._errors import JournalError, RunBusyError, StepError
+from toolbridge._errors import JournalError, RunBusyError, RunWaiting, StepError
 from toolbridge._journal.functions import Invocation, ServedFunction
 from toolbridge._json import dumps
 from toolbridge._tools.registry import Registry
@@ -47,6 +47,9 @@ POLL_AT_MOST = 0.25
 """The longest wait between two looks for invocations, when there has been none for a while."""
 BATCH = 16
 """Invocations taken per look."""
+LATER = 1.0
+"""Seconds before an invocation whose run could not go on (it waits for a person, the journal
+was away) is looked at again."""
 
 
 class FunctionServing:
@@ -68,6 +71,7 @@ class FunctionServing:
         self._store = runs.journal.functions
         self._background = background
         self._serving: set[str] = set()
+        self._later: dict[str, float] = {}  # invocations to look at again after a monotonic time
         self._task: asyncio.Task[None] | None = None
         self._listed: frozenset[str] = frozenset()
         self._declared = False  # a function was declared since the last registration
@@ -145,6 +149,8 @@ class FunctionServing:
             except JournalError as exc:  # the journal is away for now: look again later
                 log.warning("could not serve durable functions through the journal: %s", exc)
                 found = []
+            now = time.monotonic()
+            self._later = {key: at for key, at in self._later.items() if at > now}
             started = [self._start(invocation) for invocation in found if invocation.id not in self._serving]
             wait = POLL_FIRST if any(started) else min(wait * 2, POLL_AT_MOST)
             with contextlib.suppress(TimeoutError):
@@ -153,6 +159,8 @@ class FunctionServing:
 
     def _start(self, invocation: Invocation) -> bool:
         if self._registry.functions.get(invocation.function_id) is None:
+            return False
+        if invocation.id in self._later:
             return False
         self._serving.add(invocation.id)
         task = asyncio.ensure_future(self._run(invocation))
@@ -173,12 +181,15 @@ class FunctionServing:
             return
         except StepError as exc:
             error = {"type": exc.type, "message": exc.message, "retryable": False}
-        except JournalError as exc:  # looked at again on the next pass
-            log.warning("invocation %s of %r: %s", invocation.id, function.id, exc)
+        except (JournalError, RunWaiting) as exc:
+            # The journal is away, the run was taken over, or it waits for a person: looked
+            # at again a little later (entering it again resumes it once decided).
+            log.info("invocation %s of %r: %s", invocation.id, function.id, exc)
+            self._later[invocation.id] = time.monotonic() + LATER
             return
-        except Exception:  # the run is journaled as failed; looked at again on the next pass
+        except Exception as exc:  # not the function's failure (that is a StepError): a fault here
             log.exception("invocation %s of %r failed", invocation.id, function.id)
-            return
+            error = {"type": "InternalError", "message": f"{type(exc).__name__}: {exc}", "retryable": False}
         try:
             await self._store.settle(
                 invocation.id,
