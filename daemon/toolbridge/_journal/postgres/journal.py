@@ -50,6 +50,7 @@ from toolbridge._journal.postgres.statements import (
     redact,
 )
 from toolbridge._journal.sqljournal import Durability, Fenced, Operation, Query, Rows, SQLJournal, by_kind
+from toolbridge._journal.wakeups import CHANNEL as WAKEUPS
 
 __all__ = ["PostgresJournal"]
 
@@ -155,6 +156,8 @@ class PostgresJournal(SQLJournal):
         self._listen = await asyncpg.connect(self._url, timeout=COMMAND_TIMEOUT)
         self._listen.add_termination_listener(self._listen_lost)
         await self._listen.add_listener(CHANNEL, self._notices.heard)
+        # Calls of durable functions between daemons (see _journal/wakeups.py).
+        await self._listen.add_listener(WAKEUPS, self.functions.wakeups.heard_notice)
 
     def _listen_lost(self, _conn: object) -> None:
         # The server restarted or the network dropped the connection: listen again, so that
