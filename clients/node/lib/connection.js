@@ -194,14 +194,20 @@ class Connection {
     stream.call.write(proto.batchMessage(stream.takeBatch()), () => this._write(stream));
   }
 
-  /** @returns {Promise<object>} the decoded ListToolsResponse. */
+  /** @returns {Promise<object>} the decoded ListToolsResponse (a unary call: one message). */
   listTools(format) {
     return new Promise((resolve, reject) => {
-      const request = proto.encode(ListToolsRequestSchema, { format });
-      this._channel.unary(proto.PATHS.ListTools, this._metadata, request, decodeListed, (ended, response) => {
-        if (ended.code === Code.OK) resolve(response);
-        else reject(statusError(ended.code, ended.message, ended.type));
+      const listed = [];
+      const call = this._channel.call(proto.PATHS.ListTools, this._metadata, {
+        decode: decodeListed,
+        onMessage: (message) => listed.push(message),
+        onStatus: (ended) => {
+          if (ended.code !== Code.OK) reject(statusError(ended.code, ended.message, ended.type));
+          else if (listed.length === 1) resolve(listed[0]);
+          else reject(statusError(Code.INTERNAL, `the daemon answered a unary call with ${listed.length} messages`));
+        },
       });
+      call.end(proto.encode(ListToolsRequestSchema, { format }));
     });
   }
 

@@ -209,6 +209,8 @@ class Session {
     /** Why the connection failed or closed (UNAVAILABLE, or the TLS failure), once it has. */
     this.failure = null;
     this.draining = false;
+    /** The connection's socket (node:http2 makes it through `_socket`). */
+    this.socket = null;
     const { target, tls } = channel;
     // The scheme and authority go in every request's headers; the connection is ours to make.
     const origin = `${tls === null ? "http" : "https"}://${target.path === undefined ? target.authority : "localhost"}`;
@@ -243,14 +245,14 @@ class Session {
     const { target, tls } = this.channel;
     const where = target.path === undefined ? { host: target.host, port: target.port } : { path: target.path };
     if (tls !== null) {
-      const socket = secureSocket(where, target, tls);
+      const socket = (this.socket = secureSocket(where, target, tls));
       socket.once("secureConnect", () => {
         this.handshaken = true;
         if (target.path === undefined) socket.setNoDelay(true);
       });
       return socket;
     }
-    const socket = net.connect(where);
+    const socket = (this.socket = net.connect(where));
     if (target.path === undefined) socket.setNoDelay(true);
     return socket;
   }
@@ -285,8 +287,14 @@ class Session {
   lost(why) {
     this.failure ??= status(Code.UNAVAILABLE, `the connection to the daemon at ${this.channel.address} was lost: ${why}`);
     this.channel.forget(this);
+    this.destroy();
+  }
+
+  /** Drop the connection now; one still being made too (node:http2 leaves its socket trying). */
+  destroy() {
     this.keepalive.stop();
     this.h2.destroy();
+    this.socket?.destroy();
   }
 
   usable() {
@@ -369,28 +377,6 @@ class Channel {
     return this.current;
   }
 
-  /**
-   * A unary call: `callback(status, response)` once, with the one decoded response when the
-   * status is OK.
-   */
-  unary(path, metadata, bytes, decode, callback) {
-    let response = null;
-    let count = 0;
-    const call = this.call(path, metadata, {
-      decode,
-      onMessage: (message) => {
-        response = message;
-        count += 1;
-      },
-      onStatus: (ended) => {
-        if (ended.code !== Code.OK) callback(ended, null);
-        else if (count === 1) callback(ended, response);
-        else callback(status(Code.INTERNAL, `the daemon answered a unary call with ${count} messages`), null);
-      },
-    });
-    call.end(bytes);
-  }
-
   forget(session) {
     if (this.current === session) this.current = null;
     if (session.closed) this.sessions.delete(session);
@@ -401,7 +387,7 @@ class Channel {
     this.current = null;
     for (const session of this.sessions) {
       session.failure ??= status(Code.UNAVAILABLE, "the connection to the daemon closed");
-      session.h2.destroy();
+      session.destroy();
     }
     this.sessions.clear();
   }

@@ -52,7 +52,8 @@ class RememberingDaemon extends EventEmitter {
     const tool = request.call.toolName;
     const label = JSON.parse(Buffer.from(request.call.positionalArgumentsJson).toString() || "[null]")[0];
     this.received.push({ session, callId, tool, connection });
-    const key = `${session}/${callId}`;
+    // As the daemon does: a call with no session is a new call, whatever its id.
+    const key = session === "" ? Symbol("no session") : `${session}/${callId}`;
     let run = this.runs.get(key);
     if (run === undefined) {
       this.executions.push(`${tool} ${label}`);
