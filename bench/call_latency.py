@@ -103,7 +103,7 @@ async def _round(args: argparse.Namespace, work: Path) -> dict[str, dict[str, fl
     results: dict[str, dict[str, float]] = {}
     options = UNPACED
     async with Bridge(journal=work / "bench.db") as bridge:
-        runtime_python = str(bridge._services.runtime.bin_dir / "python3")  # type: ignore[union-attr]
+        runtime_python = str(bridge._life.services.runtime.bin_dir / "python3")  # type: ignore[union-attr]
         raw = await _start_raw_echo(work / "raw.sock")
         try:
             # The same patterns from Python (grpcio) and from Node (@grpc/grpc-js).

@@ -34,6 +34,11 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("OpenTelemetry: the cost of spans per call", ["tracing_overhead.py"], []),
     ("PostgreSQL drivers: one durable commit, a 32-row batch", ["pg_driver.py"], []),
     ("A durable call on PostgreSQL beside SQLite; fleets of daemons", ["pg_journal.py"], []),
+    (
+        "PostgreSQL at SQLite's pace: p50 and calls/s, interleaved",
+        ["pg_pace.py"],
+        ["--rounds", "1", "--sequential", "300"],
+    ),
     ("MCP over stdio and Streamable HTTP, beside an SDK MCPServer", ["mcp_call.py"], ["--rounds", "1"]),
     ("The web view's run list at 100,000 runs", ["run_view.py"], ["--runs", "20000", "--repeat", "3"]),
 ]

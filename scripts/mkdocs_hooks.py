@@ -274,3 +274,12 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         if marker in markdown:
             markdown = markdown.replace(marker, textwrap.dedent(render()))
     return markdown
+
+
+# The docstrings name each other with Sphinx roles (":class:`Bridge`"), which read well in
+# `help()` and an editor; mkdocstrings renders Markdown and would show the role itself.
+_ROLE = re.compile(r":(?:class|meth|func|attr|mod|data|exc|obj):(<code>)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return _ROLE.sub(r"\1", html)

@@ -36,7 +36,7 @@ def test_the_demo_runs_calls_tools_and_replays_unattended() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert 'Approve refund(invoice_id="inv_2", amount=5000)?' in done.stdout
-    assert "nobody decided within 0s: the demo approves it itself" in done.stdout
+    assert "unattended: nobody is at the terminal: the demo approves it itself" in done.stdout
     _check_the_rest(done.stdout)
 
 

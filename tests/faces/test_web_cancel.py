@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.test_approvals import pending, refund_tool, start
-from tests.faces.conftest import WAIT, log_in
+from tests.faces.conftest import WAIT, log_in, open_url
 from tests.faces.test_web_find import shoot
 from tests.faces.test_web_login import form_token, post
 from tests.faces.test_web_view import browser, new_page  # noqa: F401 (the fixture)
@@ -122,6 +122,11 @@ async def test_a_waiting_run_is_cancelled_with_its_request_and_only_by_a_person_
         assert (status, said["error"]) == (400, "say who cancels: a name of 1 to 200 characters")
         status, said = await asyncio.to_thread(post, where, {"by": "bob", "reason": "x" * 70_000}, every)
         assert (status, said["error"]) == (413, "a cancel is at most 65536 bytes")
+        status, said = await asyncio.to_thread(post, where, ["bob"], every)
+        assert (status, said["error"]) == (400, "the body must be a JSON object")
+        json_type = {"content-type": "application/json", **every}
+        status, _, raw = await asyncio.to_thread(open_url, where, data=b'{"by": ', headers=json_type)
+        assert (status, raw) == (400, b'{"error":"the body is not JSON"}')
         status, said = await asyncio.to_thread(post, f"{base}api/runs/nope/cancel", {"by": "bob"}, every)
         assert status == 404
         status, said = await asyncio.to_thread(post, where, {"by": "bob", "reason": "duplicate order"}, every)

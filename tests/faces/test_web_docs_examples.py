@@ -1,4 +1,4 @@
-"""The samples that docs/guides/web-view-login-and-search.md includes, run as a reader would."""
+"""The samples that docs/guides/web-view.md includes, run as a reader would."""
 
 from __future__ import annotations
 

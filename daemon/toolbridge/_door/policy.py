@@ -1,7 +1,7 @@
 """What a command's egress may do: allowed hosts and methods, secrets bound to hosts, a budget.
 
 ``Egress``, ``EgressRule`` and ``Secret`` are public (``toolbridge``); the door checks each
-request against them (:mod:`toolbridge._door.egress`).
+request against them (:mod:`toolbridge._door.gate`, for the proxy in :mod:`toolbridge._door.egress`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from toolbridge._tools.convert import to_tool, to_tools
 from toolbridge._tools.events import EventType
@@ -11,6 +11,8 @@ from toolbridge._tools.functions import DurableFunction, FunctionContext, make_f
 from toolbridge._tools.tool import Tool, check_tool_name
 
 __all__ = ["Registry"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Registry:
@@ -36,6 +38,15 @@ class Registry:
         if tool_name in self.tools:
             raise ValueError(f"a tool named {tool_name!r} is already registered on this bridge")
         self.tools[tool_name] = to_tool(value)
+
+    def decorator(self, name: str | None) -> Callable[[F], F]:
+        """A decorator registering a function under ``name`` and returning it unchanged."""
+
+        def register(func: F) -> F:
+            self.add_tool(func, name)
+            return func
+
+        return register
 
     def declare(
         self,

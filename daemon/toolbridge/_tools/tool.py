@@ -8,29 +8,29 @@ Three ways to make a tool:
   ``output``, ``run(args, ctx)`` with a stable ``ctx.idempotency_key``;
 - ``tool.group(...)``: like ``tool.step``, and its body may run durable steps through
   ``ctx.step``.
+
+(and ``tool.shim(...)``, a program on the command's PATH). The definition they build is
+:class:`Tool` (:mod:`toolbridge._tools.definition`); a call's arguments are bound against it
+by :mod:`toolbridge._tools.binding`. Both are re-exported here, where the package imports them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
-from toolbridge._json import canonical
-from toolbridge._schema.nulls import NullOmission
-from toolbridge._schema.schema import Schema, SchemaValidationError, schema_from
-from toolbridge._schema.signature import FunctionSignature, describe
+from toolbridge._schema.schema import schema_from
+from toolbridge._schema.signature import describe
 from toolbridge._tools.annotations import check_annotations
-from toolbridge._tools.context import ToolContext
-from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, is_async_callable, takes_context
+from toolbridge._tools.binding import BoundCall
+from toolbridge._tools.definition import Confirmation, HumanPrompt, Tool, ToolKind, check_tool_name
+from toolbridge._tools.invoke import Hook, call_hook, call_maybe_async, takes_context
 from toolbridge._tools.lifecycle import ErrorHook, Hooks, lifecycle_hooks
 
 if TYPE_CHECKING:
-    from toolbridge._tools.shim import ShimCall, ShimSpec
+    from toolbridge._tools.shim import ShimCall
 
 __all__ = [
     "BoundCall",
@@ -41,221 +41,6 @@ __all__ = [
     "check_tool_name",
     "tool",
 ]
-
-TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
-
-ToolKind = Literal["function", "step", "group"]
-Confirmation = Callable[[Any, ToolContext], Any]
-"""``requires_confirmation(args, ctx) -> bool`` (sync or async): whether a call needs a person."""
-
-
-def check_tool_name(name: object) -> str:
-    """Return ``name`` if it is a valid tool name.
-
-    Raises:
-        ValueError: naming the rule, for anything else.
-    """
-    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-        raise ValueError(
-            f"invalid tool name {name!r}: a tool name starts with a letter, followed by "
-            "letters, digits, '_' or '-', at most 64 characters in all"
-        )
-    return name
-
-
-@dataclass(frozen=True)
-class BoundCall:
-    """Validated arguments, ready for the tool's handler."""
-
-    args: list[Any]
-    kwargs: dict[str, Any]
-    make_input: Callable[[], Any] = field(repr=False)
-
-    @functools.cached_property
-    def input(self) -> Any:
-        """The arguments as plain JSON data, for hooks; built only when one asks."""
-        return self.make_input()
-
-
-@dataclass(frozen=True)
-class HumanPrompt:
-    """What a built-in human-in-the-loop tool asks (see :mod:`builtin`): its result is the
-    person's decision (``"approval"``) or answer (``"input"``), and it has no handler."""
-
-    kind: Literal["approval", "input"]
-    answer_schema: Schema | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Tool:
-    """A tool's frozen definition. Build one with ``tool.step``, ``tool.group`` or a callable."""
-
-    kind: ToolKind
-    handler: Callable[..., Any]
-    description: str = ""
-    input_schema: Schema | None = None
-    output_schema: Schema | None = None
-    strict: bool = True
-    at_most_once: bool = False
-    attempts: int | None = None
-    on_start: Hook | None = None
-    on_finish: Hook | None = None
-    requires_confirmation: bool | Confirmation = False
-    name: str | None = None
-    human: HumanPrompt | None = None
-    on_error: ErrorHook | None = None
-    annotations: Mapping[str, Any] | None = None
-    signature: FunctionSignature | None = field(default=None, repr=False)
-    handler_takes_context: bool = True
-    shim: ShimSpec | None = None  # a program on the command's PATH (``tool.shim``)
-    timeout: float | None = None  # seconds one attempt may take; ``ToolOptions.tool_timeout`` if None
-
-    def schema(self) -> dict[str, Any]:
-        """``{name, description, input_schema, requires_confirmation}`` (a callable: ``True``)."""
-        schema = self.input_schema.json_schema if self.input_schema is not None else {"type": "object"}
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": schema,
-            "requires_confirmation": self.requires_confirmation is not False,
-        }
-
-    def bind(self, positional: list[Any], named: dict[str, Any], named_json: bytes) -> BoundCall:
-        """Validate arguments from the sandbox.
-
-        A ``null`` given for an optional argument that does not accept null means "not
-        given" (OpenAI's strict mode sends one for every argument it leaves out); everything
-        else is validated against the tool's own schema, ``strict`` or not.
-
-        Raises:
-            SchemaValidationError: naming each offending field.
-        """
-        if self.kind == "function":
-            if self.signature is None:
-                return BoundCall(positional, named, lambda: {"args": positional, "kwargs": named})
-            given = {"args": positional, "kwargs": named} if named else positional
-            if named and self._nulls is not None:
-                named = self._nulls.apply(named)
-            args, kwargs = self.signature.bind(positional, named)
-            return BoundCall(args, kwargs, lambda: given)
-        if positional and named:
-            raise SchemaValidationError([("", "pass named arguments or one object, not both")])
-        if len(positional) > 1:
-            raise SchemaValidationError(
-                [
-                    (
-                        "",
-                        "this tool takes named arguments (or one object), "
-                        f"got {len(positional)} positional arguments",
-                    )
-                ]
-            )
-        raw: Any = positional[0] if positional else named
-        if self.input_schema is None:
-            return BoundCall([raw], {}, lambda: raw)
-        given = raw
-        if self._nulls is not None and (not named_json or b"null" in named_json):
-            given = self._nulls.apply(raw)
-        # Validated from the bytes received when they are the whole input, as they usually are.
-        text = named_json if named and named_json and given is raw else canonical(given)
-        schema = self.input_schema
-        value = schema.validate_json(text, strict=self.strict)
-        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
-
-    def rebind(self, changed_input: Any) -> BoundCall:
-        """Validate an input rewritten by ``on_start``."""
-        if self.kind == "function":
-            args = changed_input if isinstance(changed_input, list) else [changed_input]
-            return self.bind(list(args), {}, b"")
-        schema = self.input_schema
-        if schema is None:
-            return BoundCall([changed_input], {}, lambda: changed_input)
-        value = schema.validate_python(changed_input, strict=False)
-        return BoundCall([value], {}, lambda: schema.to_jsonable(value))
-
-    @functools.cached_property
-    def input_may_hold_secrets(self) -> bool:
-        """Whether the input schema marks anything secret (asked once per tool, not per call)."""
-        schema = self.signature.schema if self.signature is not None else self.input_schema
-        return schema is not None and _marks_secrets(schema.json_schema)
-
-    @functools.cached_property
-    def output_may_hold_secrets(self) -> bool:
-        """Whether the output schema marks anything secret."""
-        return self.output_schema is not None and _marks_secrets(self.output_schema.json_schema)
-
-    @functools.cached_property
-    def _nulls(self) -> NullOmission | None:
-        """Where a call may hold a null meaning "not given" (see :mod:`_nulls`); None if nowhere."""
-        schema = self.signature.schema if self.signature is not None else self.input_schema
-        if schema is None:
-            return None
-        omission = NullOmission(schema.json_schema)
-        return omission if omission.needed else None
-
-    @overload
-    async def invoke(self, input: Any = None, ctx: ToolContext | None = None) -> Any: ...
-
-    @overload
-    async def invoke(self, input: ToolContext, ctx: Any) -> Any: ...  # AGNT5's order
-
-    async def invoke(self, input: Any = None, ctx: Any = None) -> Any:
-        """Run the tool here and now, outside any bridge: validation, hooks and all.
-
-        For tests and for code that wants a tool's answer directly. Nothing is journaled
-        and nothing is retried: ``toolbridge call`` and ``bridge.call_tool`` are the durable
-        paths. AGNT5's order, ``invoke(ctx, input)``, is accepted too.
-
-        Args:
-            input: The arguments as the model or the sandbox would send them: a dict of
-                named arguments (a list of positional ones for a plain function).
-            ctx: The :class:`ToolContext` the handler gets; by default a test context
-                (``toolbridge.testing.tool_context()``), whose ``ctx.step`` runs steps
-                inline and whose ``ctx.state`` starts empty.
-
-        Returns:
-            The result as JSON data, validated against ``output``.
-
-        Raises:
-            ToolError: ``ValidationError`` for arguments that do not validate, the error
-                a hook or the handler raised (another exception becomes ``InternalError``,
-                chained), ``ApprovalRequired`` for a tool that needs a person's approval.
-        """
-        from toolbridge._tools.direct import invoke_directly  # (it needs this module)
-
-        if isinstance(input, ToolContext) and not isinstance(ctx, ToolContext):
-            input, ctx = ctx, input
-        return await invoke_directly(self, input, ctx)
-
-    def run_handler(self, call: BoundCall, context: ToolContext | None) -> Awaitable[Any]:
-        """One run of the handler, to await. Sync handlers run in a worker thread.
-
-        An async handler's own coroutine, with nothing around it (awaiting it is the call).
-        ``context`` may be None for a handler that takes none (a plain callable, or a
-        ``run=`` of one parameter): the lean call path builds none for it.
-        """
-        args = call.args
-        if self.kind != "function" and self.handler_takes_context:
-            args = [*args, context]
-        if self._handler_is_async:
-            return self.handler(*args, **call.kwargs)  # type: ignore[no-any-return]
-        return call_maybe_async(self.handler, *args, **call.kwargs)
-
-    @functools.cached_property
-    def _handler_is_async(self) -> bool:
-        # Asked once per tool, not twice per call (inspect's checks are not free on the hot path).
-        return is_async_callable(self.handler)
-
-    def result_to_jsonable(self, value: Any) -> Any:
-        """Validate a result against ``output`` and return it as plain JSON data.
-
-        Raises:
-            SchemaValidationError: when the result does not match ``output``.
-        """
-        if self.output_schema is None:
-            return value
-        validated = self.output_schema.validate_python(value, strict=False)
-        return self.output_schema.to_jsonable(validated)
 
 
 class _ToolFactory:
@@ -515,9 +300,3 @@ _SHIM_INPUT: dict[str, Any] = {
 
 tool = _ToolFactory()
 """Declare tools: ``tool.step(...)`` and ``tool.group(...)``."""
-
-
-def _marks_secrets(schema: dict[str, Any]) -> bool:
-    """A quick look for ``writeOnly: true`` or ``format: "password"`` anywhere in a schema."""
-    text = json.dumps(schema)
-    return '"writeOnly": true' in text or '"format": "password"' in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -24,7 +25,7 @@ from toolbridge._errors import ApprovalError
 from toolbridge._journal.approvals import ApprovalRequest
 from toolbridge._ui.login import SESSION_STATE_KEY, Login
 
-__all__ = ["TOKEN_HEADER", "Decisions", "forged", "pending_view"]
+__all__ = ["TOKEN_HEADER", "Action", "Decisions", "forged", "pending_view", "read_action", "refuse"]
 
 TOKEN_HEADER = "x-toolbridge-token"
 MAX_BODY = 64 * 1024
@@ -48,7 +49,8 @@ def pending_view(req: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def _refuse(status: int, message: str) -> Response:
+def refuse(status: int, message: str) -> Response:
+    """The answer to an action refused: ``{"error": message}``, which the page shows."""
     return JSONResponse({"error": message}, status_code=status)
 
 
@@ -71,6 +73,40 @@ def forged(request: Request, login: Login) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Action:
+    """A person's ``POST`` on one of our pages, checked: its JSON body, who acts and why."""
+
+    body: dict[str, Any]
+    by: str
+    reason: str | None
+
+
+async def read_action(request: Request, login: Login, *, noun: str, verb: str) -> Action | Response:
+    """The action ``request`` asks for (``noun``: "a decision"), checked as every action is:
+    from one of our pages by the person logged in, at most ``MAX_BODY`` bytes, a JSON object
+    naming who ``verb`` ("decides") in 1 to ``MAX_NAME`` characters and, if it says, why. A
+    refusal is returned as the response to send."""
+    why = forged(request, login)
+    if why is not None:
+        return refuse(403, why)
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        return refuse(413, f"{noun} is at most {MAX_BODY} bytes")
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return refuse(400, "the body is not JSON")
+    if not isinstance(body, dict):
+        return refuse(400, "the body must be a JSON object")
+    by, reason = body.get("by"), body.get("reason") or None
+    if not isinstance(by, str) or not by.strip() or len(by) > MAX_NAME:
+        return refuse(400, f"say who {verb}: a name of 1 to {MAX_NAME} characters")
+    if reason is not None and not isinstance(reason, str):
+        return refuse(400, "reason must be text")
+    return Action(body, by.strip(), reason)
+
+
 class Decisions:
     """The check of a ``POST`` and the decision it asks for."""
 
@@ -79,40 +115,28 @@ class Decisions:
         self._login = login
 
     async def post(self, request: Request) -> Response:
-        why = forged(request, self._login)
-        if why is not None:
-            return _refuse(403, why)
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return _refuse(413, f"a decision is at most {MAX_BODY} bytes")
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return _refuse(400, "the body is not JSON")
-        if not isinstance(body, dict):
-            return _refuse(400, "the body must be a JSON object")
-        action, by, reason = body.get("action"), body.get("by"), body.get("reason") or None
-        if not isinstance(by, str) or not by.strip() or len(by) > MAX_NAME:
-            return _refuse(400, f"say who decides: a name of 1 to {MAX_NAME} characters")
-        if reason is not None and not isinstance(reason, str):
-            return _refuse(400, "reason must be text")
+        action = await read_action(request, self._login, noun="a decision", verb="decides")
+        if isinstance(action, Response):
+            return action
+        body, by, reason = action.body, action.by, action.reason
         request_id = request.path_params["request_id"]
         try:
-            if action == "approve":
-                decided = await self.approvals.approve(request_id, by=by.strip(), reason=reason)
-            elif action == "reject":
+            asked = body.get("action")
+            if asked == "approve":
+                decided = await self.approvals.approve(request_id, by=by, reason=reason)
+            elif asked == "reject":
                 if reason is None:
-                    return _refuse(400, "say why it is rejected: the reason is shown to the sandbox")
-                decided = await self.approvals.reject(request_id, by=by.strip(), reason=reason)
-            elif action == "answer":
+                    return refuse(400, "say why it is rejected: the reason is shown to the sandbox")
+                decided = await self.approvals.reject(request_id, by=by, reason=reason)
+            elif asked == "answer":
                 if "answer" not in body:
-                    return _refuse(400, "an answer is needed")
-                decided = await self.approvals.answer(request_id, body["answer"], by=by.strip())
+                    return refuse(400, "an answer is needed")
+                decided = await self.approvals.answer(request_id, body["answer"], by=by)
             else:
-                return _refuse(400, "action must be approve, reject or answer")
+                return refuse(400, "action must be approve, reject or answer")
         except ApprovalError as exc:
             # Unknown, already decided, expired or an invalid answer: the page shows why.
-            return _refuse(404 if exc.request is None else 409, str(exc))
+            return refuse(404 if exc.request is None else 409, str(exc))
         return JSONResponse(decided.to_dict())
 
     async def pending(self, request: Request) -> Response:

@@ -8,7 +8,6 @@ again while the token lives), so it is shown by its token's state, not as ``runn
 from __future__ import annotations
 
 import datetime
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from toolbridge._journal.base import Journal
 from toolbridge._journal.runquery import STATUSES, RunQuery, ToolCall
 from toolbridge._records import RunSummary, SidecarToken, now
-from toolbridge._ui.decide import MAX_BODY, MAX_NAME, forged
+from toolbridge._ui.decide import read_action, refuse
 from toolbridge._ui.login import Login
 from toolbridge._ui.view import error_text, run_summary_view
 
@@ -32,10 +31,6 @@ TOOL_WINDOW = 1000
 """The per-tool page's error rate and latencies are over this many latest calls."""
 
 _TIME_HELP = "a time: seconds since the epoch or ISO 8601 (2026-12-04T18:00)"
-
-
-def _refuse(status: int, message: str) -> Response:
-    return JSONResponse({"error": message}, status_code=status)
 
 
 def _time(text: str) -> float:
@@ -183,7 +178,7 @@ class Finding:
         try:
             query = parse_query(request.query_params)
         except ValueError as exc:
-            return _refuse(400, str(exc))
+            return refuse(400, str(exc))
         found = await self._journal.find_runs(query)
         tokens = await self._journal.list_tokens()
         at = now()
@@ -200,28 +195,16 @@ class Finding:
         return JSONResponse(tool_view(name, calls))
 
     async def cancel(self, request: Request) -> Response:
-        why = forged(request, self._login)
-        if why is not None:
-            return _refuse(403, why)
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return _refuse(413, f"a cancel is at most {MAX_BODY} bytes")
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return _refuse(400, "the body is not JSON")
-        by = body.get("by") if isinstance(body, dict) else None
-        reason = body.get("reason") or None if isinstance(body, dict) else None
-        if not isinstance(by, str) or not by.strip() or len(by) > MAX_NAME:
-            return _refuse(400, f"say who cancels: a name of 1 to {MAX_NAME} characters")
-        if reason is not None and not isinstance(reason, str):
-            return _refuse(400, "reason must be text")
+        action = await read_action(request, self._login, noun="a cancel", verb="cancels")
+        if isinstance(action, Response):
+            return action
+        by, reason = action.by, action.reason
         run_id = request.path_params["run_id"]
         run = await self._journal.get_run(run_id)
         if run is None:
-            return _refuse(404, f"no run {run_id!r} in this journal")
-        if not await self._journal.cancel_run(run_id, by=by.strip(), channel="web", reason=reason):
-            return _refuse(409, f"run {run_id!r} is {run.status}: only a running or waiting run is cancelled")
+            return refuse(404, f"no run {run_id!r} in this journal")
+        if not await self._journal.cancel_run(run_id, by=by, channel="web", reason=reason):
+            return refuse(409, f"run {run_id!r} is {run.status}: only a running or waiting run is cancelled")
         cancelled = await self._journal.get_run(run_id)
         assert cancelled is not None
         return JSONResponse(run_summary_view(cancelled))

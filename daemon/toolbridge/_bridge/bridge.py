@@ -1,46 +1,34 @@
-"""``Bridge``: opens the journal, serves gRPC to sandboxes, and runs durable runs."""
+"""``Bridge``, the public facade: each method says what it does and hands it to a part."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
 import signal
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar, overload
 
+from toolbridge._bridge.calls import HostCalls
+from toolbridge._bridge.lifecycle import Lifecycle
+from toolbridge._bridge.parts import build_parts
 from toolbridge._calls.decisions import Approvals
-from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
-from toolbridge._commands.services import Services
-from toolbridge._durable.eventbus import EventBus
-from toolbridge._durable.runs import Runs
-from toolbridge._durable.steps import nested_steps
-from toolbridge._durable.triggers import Triggers
 from toolbridge._durations import Duration, seconds
-from toolbridge._errors import ToolbridgeError
-from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment, Journal, open_journal
+from toolbridge._journal.base import FROM_ENVIRONMENT, Durability, FromEnvironment
 from toolbridge._options import ToolOptions
 from toolbridge._records import check_run_id
-from toolbridge._sandbox.kinds import SandboxKind, launcher_for
+from toolbridge._sandbox.kinds import SandboxKind
 from toolbridge._sandbox.launcher import Launcher
-from toolbridge._sandbox.runtime.python import build_runtime
-from toolbridge._secrets import SecretBox, key_file_beside, state_dir
-from toolbridge._server.endpoint import Endpoint
 from toolbridge._server.service import DEFAULT_MAX_REQUEST_BYTES
-from toolbridge._server.shutdown import Shutdown
-from toolbridge._server.sidecar import SidecarScopes, SidecarToken
+from toolbridge._server.sidecar import SidecarToken
 from toolbridge._server.transport import DEFAULT_CONNECTION_IDLE
 from toolbridge._step import Step
 from toolbridge._tls import TLSConfig
-from toolbridge._tokens import TokenRegistry
 from toolbridge._tools.events import Event, EventType
 from toolbridge._tools.functions import DurableFunction, FunctionContext
-from toolbridge._tools.registry import Registry
 from toolbridge._tools.tool import Tool
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -118,58 +106,47 @@ class Bridge:
         insecure: bool = False,
         secret_key: bytes | str | os.PathLike[str] | None = None,
     ) -> None:
-        self._endpoint = Endpoint(
+        self._parts = build_parts(
+            journal,
+            enter_run=self.run,
+            sandbox=sandbox,
             socket=socket,
             listen=listen,
-            max_bytes=max_request_bytes,
-            idle=seconds(connection_idle, option="connection_idle"),
-            tls=TLSConfig.from_options(tls_cert, tls_key, tls_client_ca),
+            durability=durability,
+            tools=tools,
+            max_request_bytes=max_request_bytes,
+            run_lease=run_lease,
+            recover=recover,
+            shutdown_grace=shutdown_grace,
+            connection_idle=connection_idle,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_client_ca=tls_client_ca,
             insecure=insecure,
+            secret_key=secret_key,
         )
-        self._journal: Journal = open_journal(journal, durability=durability)
-        self._launcher = launcher_for(sandbox)
-        self._tokens: TokenRegistry[CommandScope] = TokenRegistry()
-        self._registry = Registry(tools or {})
-        self._tools = self._registry.tools
-        self._background: set[asyncio.Future[Any]] = set()
-        self._key_file = None if secret_key is None or isinstance(secret_key, bytes) else Path(secret_key)
-        secrets = None
-        if isinstance(secret_key, bytes):
-            secrets = SecretBox(secret_key)
-        elif self._key_file is not None:
-            secrets = SecretBox.from_file(self._key_file)
-        self._runs = Runs(
-            self._journal, self._background, lease=seconds(run_lease, option="run_lease"), secrets=secrets
-        )
-        self._events = EventBus(self._journal)
-        self._triggers = Triggers(self._registry, self.run, self._runs, self._background, recover=recover)
-        self._events.on_event.append(self._triggers.on_event)
-        self._services: Services | None = None
-        self._shutdown = Shutdown(seconds(shutdown_grace, option="shutdown_grace", allow_zero=True))
-        self._approval_hub = hub = ApprovalHub(self._journal)
-        self._sidecar = SidecarScopes(
-            self._journal, self._tools, self._runs, nested_steps(self._events, self._registry.functions), hub
-        )
+        self._life = Lifecycle(self._parts)
+        self._host = HostCalls(self._parts, self._life, self.run)
 
     @property
     def address(self) -> str:
         """Where sandboxes reach this bridge while it is open: ``unix:PATH``, ``HOST:PORT``, or
         ``tls://HOST:PORT`` when it serves TLS."""
-        return self._endpoint.address
+        return self._parts.endpoint.address
 
     @functools.cached_property
     def approvals(self) -> Approvals:
         """Requests for a person's decision, and deciding them (``.list``, ``.approve``, ...)."""
-        return Approvals(self._approval_hub, channel="api")
+        return Approvals(self._parts.approval_hub, channel="api")
 
     @property
     def shutdown_grace(self) -> float:
         """Seconds calls in flight get to finish when the bridge closes (settable)."""
-        return self._shutdown.grace
+        return self._parts.shutdown.grace
 
     @shutdown_grace.setter
     def shutdown_grace(self, seconds: float) -> None:
-        self._shutdown.grace = seconds
+        self._parts.shutdown.grace = seconds
 
     def install_signal_handlers(self, signals: Sequence[int] = (signal.SIGTERM, signal.SIGINT)) -> None:
         """On SIGTERM (or SIGINT), shut down gracefully; call it inside ``async with bridge``.
@@ -178,12 +155,12 @@ class Bridge:
         replay), refuses new calls, gives calls in flight :attr:`shutdown_grace` to finish,
         closes the bridge and ends the program with status 0. A second one is not caught.
         """
-        self._shutdown.install(signals)
+        self._parts.shutdown.install(signals)
 
     @property
     def journal_location(self) -> str | None:
         """Where the journal is (the path or URL given as ``journal=``), or ``None`` without one."""
-        return self._journal.location
+        return self._parts.journal.location
 
     def serve_on(
         self,
@@ -211,18 +188,18 @@ class Bridge:
             ToolbridgeError: when the bridge is already serving.
         """
         tls = TLSConfig.from_options(tls_cert, tls_key, tls_client_ca)
-        self._endpoint.move(socket=socket, listen=listen, tls=tls, insecure=insecure)
+        self._parts.endpoint.move(socket=socket, listen=listen, tls=tls, insecure=insecure)
         return self
 
     def enable_recovery(self) -> Bridge:
         """Resume orphaned function runs, as ``recover=True`` does; returns the bridge."""
-        self._triggers.recovering = True
+        self._parts.triggers.recovering = True
         return self
 
     @property
     def tools(self) -> Mapping[str, Tool]:
         """The tools registered on this bridge, by name."""
-        return MappingProxyType(self._tools)
+        return MappingProxyType(self._parts.registry.tools)
 
     @overload
     def tool(self, func: F, /) -> F: ...
@@ -240,13 +217,9 @@ class Bridge:
             ValueError: for an invalid or already registered name.
         """
 
-        def register(func: F, name: str | None = None) -> F:
-            self._registry.add_tool(func, name)
-            return func
-
         if target is None or isinstance(target, str):
-            return lambda func: register(func, target)
-        return register(target)
+            return self._parts.registry.decorator(target)
+        return self._parts.registry.decorator(None)(target)
 
     def function(
         self, *, id: str, trigger: EventType | None = None, description: str | None = None
@@ -262,7 +235,7 @@ class Bridge:
             ValueError: for an empty id or one already declared on this bridge.
         """
 
-        return lambda handler: self._registry.declare(
+        return lambda handler: self._parts.registry.declare(
             handler, id=id, trigger=trigger, description=description
         )
 
@@ -272,45 +245,16 @@ class Bridge:
         Raises:
             ToolbridgeError: when the bridge is not open.
         """
-        self._require_open()
-        return await self._events.publish(name, data or {})
-
-    def _require_open(self) -> Services:
-        if self._services is None:
-            raise ToolbridgeError("the bridge is not open: use `async with Bridge(...)`")
-        return self._services
+        self._life.require_open()
+        return await self._parts.events.publish(name, data or {})
 
     async def __aenter__(self) -> Bridge:
-        await self._journal.open()
-        try:
-            await self._serve()
-        except BaseException:
-            await self._journal.close()
-            raise
-        self._triggers.opened()
+        await self._life.open()
         return self
 
-    async def _serve(self) -> None:
-        address = await self._endpoint.start(self._authenticate)
-        self._services = Services(
-            journal=self._journal,
-            launcher=self._launcher,
-            runtime=build_runtime(),
-            tokens=self._tokens,
-            address=address,
-            socket_dir=self._endpoint.socket_dir,
-            doors=self._endpoint.doors,
-            events=self._events,
-            steps_factory=nested_steps(self._events, self._registry.functions),
-            approvals=self._approval_hub,
-            functions=self._registry.functions,
-            state_paths=(*_state_paths(self._journal), *([self._key_file] if self._key_file else [])),
-        )
-
     async def _authenticate(self, token: str) -> CommandScope | None:
-        self._shutdown.refuse_if_draining()
-        # A running command's token first (in memory), then a sidecar token (in the journal).
-        return self._tokens.resolve(token) or await self._sidecar.resolve(token)
+        # What a sandbox's token grants (``toolbridge.testing.FakeLauncher`` checks tokens here).
+        return await self._life.authenticate(token)
 
     async def mint_token(
         self, *, run_id: str, tools: Sequence[str], max_calls: int = 100, ttl: Duration = 3600.0
@@ -335,8 +279,8 @@ class Bridge:
             ValueError: for an unknown tool or a bad run id, budget or lifetime.
             ToolbridgeError: when the bridge has no journal file or is not open.
         """
-        self._require_open()
-        return await self._sidecar.mint(
+        self._life.require_open()
+        return await self._parts.sidecar.mint(
             run_id=run_id, tools=tools, max_calls=max_calls, ttl=seconds(ttl, option="ttl")
         )
 
@@ -345,8 +289,8 @@ class Bridge:
 
         For faces taking bearer tokens (``toolbridge mcp --http``); checked in constant time.
         """
-        self._require_open()
-        return await self._sidecar.check(token)
+        self._life.require_open()
+        return await self._parts.sidecar.check(token)
 
     async def revoke_token(self, token_id: str) -> bool:
         """Revoke a sidecar token: its next call, on any daemon serving this journal, fails.
@@ -354,13 +298,13 @@ class Bridge:
         Returns:
             False when no such token exists or it was already revoked.
         """
-        self._require_open()
-        return await self._sidecar.revoke(token_id)
+        self._life.require_open()
+        return await self._parts.sidecar.revoke(token_id)
 
     async def list_tokens(self) -> list[SidecarToken]:
         """Every sidecar token in the journal, newest first (without their secrets)."""
-        self._require_open()
-        return await self._sidecar.store.list()
+        self._life.require_open()
+        return await self._parts.sidecar.store.list()
 
     def serve_ui(self, *, port: int = 0) -> contextlib.AbstractAsyncContextManager[str]:
         """Serve the web view of the journal on 127.0.0.1 while the block runs; yields its
@@ -371,10 +315,10 @@ class Bridge:
         needs that login. Give the URL to the person who decides, never to a sandbox. Needs
         ``toolbridge[ui]``.
         """
-        self._require_open()
+        self._life.require_open()
         from toolbridge._ui.server import serve_journal
 
-        return serve_journal(self._journal, port=port)
+        return serve_journal(self._parts.journal, port=port)
 
     async def __aexit__(
         self,
@@ -383,20 +327,11 @@ class Bridge:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-        self._shutdown.exit_if_signalled(exc)
+        self._parts.shutdown.exit_if_signalled(exc)
 
     async def aclose(self) -> None:
         """Refuse new calls, give those in flight :attr:`shutdown_grace`, stop serving, close."""
-        try:
-            await self._shutdown.drain(self._background, stop_serving=self._endpoint.stop)
-            await self._runs.close()
-            await self._sidecar.close()
-        finally:
-            self._shutdown.remove()
-            # Whatever failed above, the journal is closed: its connection's thread would
-            # otherwise keep the host process from exiting.
-            self._services = None
-            await self._journal.close()
+        await self._life.close()
 
     async def call_tool(
         self,
@@ -429,22 +364,7 @@ class Bridge:
                 then recorded as failed.
             TypeError: for arguments that are neither a dict nor a list of JSON data.
         """
-        from toolbridge._calls.host import call_registered_tool
-
-        run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self.run(run_id, wait=wait):
-            state = self._runs.get(run_id)
-            assert self._services is not None  # run() has checked that the bridge is open
-            assert state is not None
-            return await call_registered_tool(
-                self._services.steps_factory,
-                state,
-                self._tools,
-                name,
-                arguments,
-                tool_options or ToolOptions(),
-                self._approval_hub,
-            )
+        return await self._host.call(name, arguments, run_id=run_id, tool_options=tool_options, wait=wait)
 
     @contextlib.asynccontextmanager
     async def run(self, run_id: str | None = None, *, wait: Duration | None = None) -> AsyncIterator[Step]:
@@ -464,18 +384,7 @@ class Bridge:
         Yields:
             The run's :class:`Step`: ``step.sandbox.commands.run(...)``, ``step.run(...)``.
         """
-        services = self._require_open()
+        services = self._life.require_open()
         run_id = check_run_id(run_id or uuid.uuid4().hex)
-        async with self._runs.session(run_id, wait=wait) as state:
+        async with self._parts.runs.session(run_id, wait=wait) as state:
             yield Step(services, state)
-
-
-def _state_paths(journal: Journal) -> tuple[Path, ...]:
-    """The daemon's own files, hidden from every sandbox (see ``LaunchSpec.hidden_paths``)."""
-    found: list[Path] = [state_dir()]
-    path = getattr(journal, "path", None)
-    if path is not None:
-        base = os.path.abspath(path)
-        found += [Path(base + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
-        found.append(key_file_beside(base))
-    return tuple(found)
