@@ -7,6 +7,7 @@
 // daemon.
 
 const assert = require("node:assert/strict");
+const { spawn } = require("node:child_process");
 const fs = require("node:fs");
 const http2 = require("node:http2");
 const net = require("node:net");
@@ -210,6 +211,38 @@ test("before any daemon has answered the connection, a lost one fails its calls"
   connectTo(daemon.server.address);
   await assert.rejects(client.tools.record("x"), { name: "ToolError", type: "Unavailable", retryable: true });
   assert.equal(streams, 1);
+});
+
+test("a script waiting for its calls to go again stays alive, and exits once answered or given up", TIMEOUT, async () => {
+  const script = `
+    const { tools } = require(${JSON.stringify(path.join(__dirname, "..", "index.js"))});
+    tools.hold(process.argv[1]).then(
+      (value) => console.log(value),
+      (error) => console.log(error.type),
+    );
+  `;
+  const run = (label, window) => {
+    const env = { ...process.env, TOOLBRIDGE_ADDRESS: daemon.server.address, TOOLBRIDGE_TOKEN: TOKEN };
+    env.TOOLBRIDGE_RECONNECT_WINDOW = window;
+    const child = spawn(process.execPath, ["-e", script, label], { env, stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    return once(child, "exit").then(([code]) => ({ code, stdout }));
+  };
+  const answered = run("a", "60");
+  await daemon.receivedCount(1);
+  await daemon.server.unreachable(); // nothing but the wait for a connection keeps it alive now
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await daemon.server.reachable();
+  await daemon.receivedCount(2);
+  daemon.release("a");
+  assert.deepEqual(await answered, { code: 0, stdout: "held a\n" });
+  const given = run("b", "0.3");
+  await daemon.receivedCount(3);
+  await daemon.server.unreachable();
+  assert.deepEqual(await given, { code: 0, stdout: "Unavailable\n" });
 });
 
 /**
