@@ -41,6 +41,11 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
         ["--rounds", "1", "--sequential", "300"],
     ),
     ("MCP over stdio and Streamable HTTP, beside an SDK MCPServer", ["mcp_call.py"], ["--rounds", "1"]),
+    (
+        "function_ref served by another daemon of the journal, beside a local one",
+        ["function_ref_remote.py"],
+        ["--rounds", "1", "--calls", "50"],
+    ),
     ("The web view's run list at 100,000 runs", ["run_view.py"], ["--runs", "20000", "--repeat", "3"]),
 ]
 

@@ -71,6 +71,8 @@ class Cluster:
     """A network namespace to run the server in (tests/hosts: PostgreSQL on a host of its own)."""
     listen: str = ""
     """An address to listen on besides the socket (inside ``netns``), for clients on other hosts."""
+    settings: tuple[str, ...] = ()
+    """More server settings (``"name=value"``), after the cluster's own."""
     root: Path = field(init=False)
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -120,6 +122,7 @@ class Cluster:
         ]
         if not self.durable:
             settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
+        settings += self.settings
         options = " ".join(f"-c {setting}" for setting in settings)
         self._run(
             "pg_ctl",
@@ -138,7 +141,16 @@ class Cluster:
     def restart(self, *, crash: bool = True) -> None:
         """Stop the server (at once, as a crash would, unless not ``crash``: then cleanly) and
         start it again on the same data."""
+        self.halt(crash=crash)
+        self.resume()
+
+    def halt(self, *, crash: bool = True) -> None:
+        """Stop the server (``immediate``: a crash; else ``fast``: sessions ended, then a clean
+        shutdown), keeping its data for :meth:`resume`."""
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate" if crash else "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again on its data, after :meth:`halt`."""
         self._run_server()
 
     def tcp_url(self, database: str = "postgres") -> str:
@@ -191,10 +203,10 @@ class Cluster:
 
 @contextlib.contextmanager
 def running_cluster(
-    *, durable: bool = False, netns: str | None = None, listen: str = ""
+    *, durable: bool = False, netns: str | None = None, listen: str = "", settings: tuple[str, ...] = ()
 ) -> Iterator[Cluster]:
     """A cluster for the duration of the block; stopped and removed afterwards."""
-    cluster = Cluster(durable=durable, netns=netns, listen=listen)
+    cluster = Cluster(durable=durable, netns=netns, listen=listen, settings=settings)
     try:
         yield cluster.start()
     finally:

@@ -19,5 +19,12 @@ class Step(Steps):
     """
 
     def __init__(self, services: Services, run: RunState) -> None:
-        super().__init__(services.events, run, None, ToolOptions(), functions=services.functions)
+        super().__init__(
+            services.events,
+            run,
+            None,
+            ToolOptions(),
+            functions=services.functions,
+            remote=services.journal.functions,
+        )
         self.sandbox: Sandbox = Sandbox(services, run, self._claim)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts import netns
+from tests.hosts.daemon_logs import daemon_lines, saw
 from tests.hosts.journal import tool_steps
 from tests.pg_cluster import Cluster, running_cluster
 from tests.tls_certs import CA, new_ca
@@ -93,6 +94,7 @@ class Figures:
     at_most_once_doubled: list[str] = field(default_factory=list)
     steps_run_more_than_once: int = 0  # at-least-once: a step left running by a killed daemon
     calls_run_under_two_steps: int = 0  # a sandbox's retry after UNAVAILABLE is a new call
+    daemons: dict[str, Counter[str]] = field(default_factory=dict)  # what each one's log says
 
     def lines(self) -> list[str]:
         faults = ", ".join(f"{kind} {count}" for kind, count in sorted(self.faults.items()))
@@ -109,6 +111,7 @@ class Figures:
             "steps run more than once while running (at-least-once after a kill) "
             f"{self.steps_run_more_than_once}; sandbox calls run again under a new step after "
             f"UNAVAILABLE {self.calls_run_under_two_steps}",
+            *daemon_lines(self.daemons),
         ]
 
 
@@ -308,20 +311,22 @@ async def run_schedule(
                 figures.seconds = loop.time() - started
                 outcomes = [line for worker in workers for line in await worker]
                 await world.stop_all()
-                journal = {run: await tool_steps(world.local_url, f"run-{run}") for run in ("A", "B")}
+                journal = {run: await tool_steps(world.local_url, run) for run in ("run-A", "run-B")}
             finally:
                 await world.stop_all()
-            _check(figures, outcomes, journal, world.ledger)
+            check_books(figures, outcomes, journal, world.ledger)
+            figures.daemons = {name: saw(work / f"daemon-{name}.log") for name in world.daemons}
     return figures
 
 
-def _check(
+def check_books(
     figures: Figures, outcomes: list[dict[str, Any]], journal: dict[str, dict[str, Any]], ledger: Path
 ) -> None:
     executions = [json.loads(line) for line in ledger.read_text().splitlines()] if ledger.exists() else []
     figures.executions = len(executions)
     figures.executions_by_daemon = Counter(entry["daemon"] for entry in executions)
-    steps = {key: step for run in journal.values() for key, step in run.items()}
+    # A step is named by its run and its key (two runs' commands may use the same keys).
+    steps = {(run, key): step for run, keyed in journal.items() for key, step in keyed.items()}
     figures.steps = len(steps)
     by_call: dict[tuple[str, int], list[Any]] = {}
     for step in steps.values():
@@ -339,15 +344,16 @@ def _check(
         if not any(step.output == outcome["result"] for step in recorded):
             figures.lost.append(f"{outcome['tool']}({outcome['n']}) -> {outcome['result']}")
     figures.calls_run_under_two_steps = sum(1 for keyed in by_call.values() if len(keyed) > 1)
-    runs_per_key = Counter(entry["key"] for entry in executions)
+    runs_per_key = Counter((entry["run"], entry["key"]) for entry in executions)
     figures.steps_run_more_than_once = sum(1 for count in runs_per_key.values() if count > 1)
     for entry in executions:
-        step = steps.get(entry["key"])
+        named = (entry["run"], entry["key"])
+        step = steps.get(named)
         finished = None if step is None or step.status != "completed" else step.finished_at
         # The journal keeps times to the millisecond: a run that began within it is the same one.
         if finished is not None and entry["at"] > finished + 0.001:
             figures.completed_run_again.append(f"{entry['key']} on {entry['daemon']}")
-        if entry["what"].startswith("charge") and runs_per_key[entry["key"]] > 1:
+        if entry["what"].startswith("charge") and runs_per_key[named] > 1:
             figures.at_most_once_doubled.append(entry["key"])
     figures.at_most_once_doubled = sorted(set(figures.at_most_once_doubled))
 

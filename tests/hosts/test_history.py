@@ -33,6 +33,8 @@ async def test_a_seeded_schedule_of_faults_loses_and_doubles_nothing(tmp_path: P
         "postgres_restart",
     }
     assert figures.acknowledged > 0
+    assert set(figures.executions_by_daemon) == {"A", "B"}  # both daemons served their sandboxes
+    assert "calls answered INTERNAL" not in str(figures.daemons)
     assert figures.results_checked == figures.acknowledged
     assert figures.lost == []
     assert figures.completed_run_again == []

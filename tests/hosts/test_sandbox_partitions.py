@@ -5,7 +5,8 @@ The sandbox's link is cut while a tool runs: the client finds the connection dea
 keepalive), and once the link heals sends its calls again on a new connection under the
 same ids; the daemon answers each from the call it already made. A partition longer than
 the client's reconnect window ends the call with a retryable ``Unavailable``, and the step's
-outcome is journaled all the same. Delay and loss slow calls and lose or double none.
+outcome is journaled all the same. Delay and loss slow calls and lose or double none. The
+cut and the long partition are met by both clients, Python's and Node's.
 """
 
 from __future__ import annotations
@@ -57,8 +58,12 @@ async def journaled(tmp_path: Path) -> dict[str, tuple[str, Any]]:
     return {key: (step.status, step.output) for key, step in steps.items()}
 
 
+CLIENTS = pytest.mark.parametrize("node", [False, True], ids=["python", "node"])
+
+
+@CLIENTS
 async def test_a_cut_mid_call_is_survived_the_tools_run_once_and_answer(
-    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path
+    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path, node: bool
 ) -> None:
     sandbox = net.host("sandbox")
     daemon_host = net.hosts["daemon"]
@@ -66,7 +71,12 @@ async def test_a_cut_mid_call_is_survived_the_tools_run_once_and_answer(
     app.fifos.expect("b")
     env = await sandbox_env(app, ca, daemon, tmp_path)
     client = await start_client(
-        tmp_path, [("hold", {"label": "a"}), ("hold", {"label": "b"})], env, netns=sandbox.name, at_once=True
+        tmp_path,
+        [("hold", {"label": "a"}), ("hold", {"label": "b"})],
+        env,
+        netns=sandbox.name,
+        at_once=True,
+        node=node,
     )
     assert {await app.fifos.started(), await app.fifos.started()} == {"a", "b"}
     [first] = sandbox.connections(daemon_host.address, PORT)
@@ -91,14 +101,15 @@ async def test_a_cut_mid_call_is_survived_the_tools_run_once_and_answer(
     assert not any("#" in key for key in steps)  # no call was taken for a second occurrence
 
 
+@CLIENTS
 async def test_a_partition_longer_than_the_window_is_a_retryable_error_and_the_outcome_is_journaled(
-    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path
+    net: netns.Network, app: App, ca: CA, daemon: Daemon, tmp_path: Path, node: bool
 ) -> None:
     sandbox = net.host("sandbox")
     daemon_host = net.hosts["daemon"]
     app.fifos.expect("long")
     env = await sandbox_env(app, ca, daemon, tmp_path, TOOLBRIDGE_RECONNECT_WINDOW="1")
-    client = await start_client(tmp_path, [("hold", {"label": "long"})], env, netns=sandbox.name)
+    client = await start_client(tmp_path, [("hold", {"label": "long"})], env, netns=sandbox.name, node=node)
     assert await app.fifos.started() == "long"
     sandbox.cut()
     await until(

@@ -9,11 +9,13 @@ import secrets
 import asyncpg
 import pytest
 
+from tests.pg_cluster import running_cluster
 from toolbridge import Bridge, JournalError
 from toolbridge._journal.base import open_journal
 from toolbridge._journal.postgres import PostgresJournal, redact
 from toolbridge._journal.postgres.schema import MIGRATIONS
 from toolbridge._records import now
+from toolbridge._server.sidecar import open_token_store
 
 
 async def test_daemons_opening_a_new_database_at_once_migrate_it_once(pg_url: str) -> None:
@@ -87,3 +89,23 @@ async def test_a_dropped_listen_connection_is_made_again(pg_url: str) -> None:
     finally:
         await sender.close()
         await receiver.close()
+
+
+async def test_a_sidecar_token_minted_or_revoked_outlives_a_crash_of_the_server(pg_cluster: object) -> None:
+    # A cluster of its own, on disk as in production, its WAL writer at its slowest (10 s): a
+    # commit that does not wait for its flush stays in the server's memory, and a crash (an
+    # immediate stop) loses it. The journal's durability is "normal" (synchronous_commit=off).
+    with running_cluster(durable=True, settings=("wal_writer_delay=10000",)) as cluster:
+        url = cluster.create_database()
+        async with open_token_store(url) as store:  # as `toolbridge token mint` and `revoke` do
+            kept = await store.mint(run_id="r", tools=["t"], max_calls=5, ttl=3600)
+            revoked = await store.mint(run_id="r", tools=["t"], max_calls=5, ttl=3600)
+            assert await store.revoke(revoked.id)
+        assert kept.token is not None
+        assert revoked.token is not None
+        cluster.restart(crash=True)
+        async with open_token_store(url) as store:
+            grant = await store.check(kept.token)
+            assert grant is not None  # the sandbox holding it gets in
+            assert grant.id == kept.id
+            assert await store.check(revoked.token) is None  # and the revoked one stays out

@@ -49,10 +49,10 @@ async def test_a_reference_resolves_at_call_time_and_checks_the_trigger_schema(t
 
 async def test_a_reference_nobody_declared_fails_with_a_clear_tool_error(tmp_path: Path) -> None:
     async with Bridge(journal=tmp_path / "j.db", tools={"refund": function_ref("refund")}) as bridge:
-        with pytest.raises(ToolError, match=r"no durable function 'refund' is declared") as missing:
+        with pytest.raises(ToolError, match=r"no daemon of this journal serves function 'refund'") as missing:
             await bridge.call_tool("refund", {"order_id": "o1"})
         async with bridge.run("r") as step:
-            with pytest.raises(ToolError, match="no durable function 'nope'"):
+            with pytest.raises(ToolError, match="no daemon of this journal serves function 'nope'"):
                 await step.invoke("x", function="nope")
     assert missing.value.type == "FunctionNotFound"
 
@@ -66,7 +66,7 @@ async def test_a_reference_runs_directly_with_the_functions_of_a_test_context() 
     )
     ctx = tool_context(functions=[declared])
     assert await to_tool(function_ref("refund")).invoke({"order_id": "o1"}, ctx) == "refunded o1"
-    with pytest.raises(ToolError, match="no durable function"):
+    with pytest.raises(ToolError, match="serves function 'refund'"):
         await to_tool(function_ref("refund")).invoke({"order_id": "o1"})
 
 

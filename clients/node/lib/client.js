@@ -30,6 +30,7 @@ function currentConnection() {
   }
   // Loaded here, not at require time: a script that never calls a tool loads no HTTP/2.
   const { Connection } = require("./connection");
+  const { reconnectWindow } = require("./reconnect");
   const { tlsSettings } = require("./tls");
   let tls;
   try {
@@ -39,7 +40,7 @@ function currentConnection() {
     throw new ToolError(error.message, { type: "NotConfigured" });
   }
   try {
-    connection = new Connection(address, token, tls);
+    connection = new Connection(address, token, tls, { reconnectWindow: reconnectWindow(process.env) });
   } catch (error) {
     if (!(error instanceof TypeError)) throw error;
     throw new ToolError(`${ADDRESS_VARIABLE}: ${error.message}`, { type: "NotConfigured" });

@@ -15,12 +15,15 @@
 //
 // A call keeps the process alive (its session ref'd) until its owner says it may be left
 // (`unref`): the owner of the call stream knows whether a tool call is in flight on it,
-// HTTP/2 does not. A session with no ref'd call never keeps the process alive.
+// HTTP/2 does not. A session with no ref'd call never keeps the process alive. While one
+// is ref'd, the session is pinged (lib/keepalive.js): a connection the network dropped
+// silently ends UNAVAILABLE within seconds, and its owner sends its calls again.
 
 const http2 = require("node:http2");
 const net = require("node:net");
 const { Code, MessageReader, frame, grpcStatus, h2ErrorName, headerValue, httpStatus, parseAddress, resetStatus, status } =
   require("./grpc");
+const { Keepalive } = require("./keepalive");
 const { closedAfterHandshake, connectionFailure, secureSocket } = require("./tls");
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLOW_CONTROL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
@@ -206,6 +209,8 @@ class Session {
     /** Why the connection failed or closed (UNAVAILABLE, or the TLS failure), once it has. */
     this.failure = null;
     this.draining = false;
+    /** The connection's socket (node:http2 makes it through `_socket`). */
+    this.socket = null;
     const { target, tls } = channel;
     // The scheme and authority go in every request's headers; the connection is ours to make.
     const origin = `${tls === null ? "http" : "https"}://${target.path === undefined ? target.authority : "localhost"}`;
@@ -223,6 +228,7 @@ class Session {
       this.heard = true;
     });
     this.h2.on("close", () => {
+      this.keepalive.stop();
       this.failure ??= this.closedStatus();
       this.closed = true;
       channel.forget(this);
@@ -231,6 +237,7 @@ class Session {
     /** The TLS handshake is done; the daemon has sent its HTTP/2 settings. */
     this.handshaken = false;
     this.heard = false;
+    this.keepalive = new Keepalive(this.h2, channel.keepalive, (why) => this.lost(why));
     this.h2.unref();
   }
 
@@ -238,14 +245,14 @@ class Session {
     const { target, tls } = this.channel;
     const where = target.path === undefined ? { host: target.host, port: target.port } : { path: target.path };
     if (tls !== null) {
-      const socket = secureSocket(where, target, tls);
+      const socket = (this.socket = secureSocket(where, target, tls));
       socket.once("secureConnect", () => {
         this.handshaken = true;
         if (target.path === undefined) socket.setNoDelay(true);
       });
       return socket;
     }
-    const socket = net.connect(where);
+    const socket = (this.socket = net.connect(where));
     if (target.path === undefined) socket.setNoDelay(true);
     return socket;
   }
@@ -276,6 +283,20 @@ class Session {
     this.h2.close();
   }
 
+  /** End a connection found dead (`why`: how): its calls end UNAVAILABLE. */
+  lost(why) {
+    this.failure ??= status(Code.UNAVAILABLE, `the connection to the daemon at ${this.channel.address} was lost: ${why}`);
+    this.channel.forget(this);
+    this.destroy();
+  }
+
+  /** Drop the connection now; one still being made too (node:http2 leaves its socket trying). */
+  destroy() {
+    this.keepalive.stop();
+    this.h2.destroy();
+    this.socket?.destroy();
+  }
+
   usable() {
     return !this.draining && !this.closed && this.failure === null && !this.h2.closed && !this.h2.destroyed;
   }
@@ -291,8 +312,13 @@ class Session {
   referenced(delta) {
     const before = this.references;
     this.references += delta;
-    if (before === 0 && this.references > 0) this.h2.ref();
-    else if (before > 0 && this.references === 0) this.h2.unref();
+    if (before === 0 && this.references > 0) {
+      this.h2.ref();
+      this.keepalive.start();
+    } else if (before > 0 && this.references === 0) {
+      this.h2.unref();
+      this.keepalive.stop();
+    }
   }
 
   _drain(code) {
@@ -312,16 +338,18 @@ class Session {
 class Channel {
   /**
    * @param {string} address see `parseAddress`.
-   * @param {{ maxMessageBytes: number, tls?: object | null }} options the largest message
-   *   read, and the TLS settings (lib/tls.js `tlsSettings`; null for clear text).
+   * @param {{ maxMessageBytes: number, tls?: object | null, keepalive?: object }} options the
+   *   largest message read, the TLS settings (lib/tls.js `tlsSettings`; null for clear text)
+   *   and the pings' (lib/keepalive.js; its defaults unless tests shorten them).
    * @throws {TypeError} for an address this module does not read.
    */
-  constructor(address, { maxMessageBytes, tls = null }) {
+  constructor(address, { maxMessageBytes, tls = null, keepalive = {} }) {
     this.address = address;
     this.target = parseAddress(address);
     if (this.target.tls && tls === null) throw new TypeError(`${JSON.stringify(address)} asks for TLS: give TLS settings`);
     this.tls = tls;
     this.maxMessageBytes = maxMessageBytes;
+    this.keepalive = keepalive;
     /** @type {Session | null} the session new calls go on. */
     this.current = null;
     /** Every session not yet closed, the current one and those finishing their calls. */
@@ -336,34 +364,17 @@ class Channel {
    * @returns {Call}
    */
   call(path, metadata, handlers) {
+    return this.session().call(path, metadata, handlers);
+  }
+
+  /** The session new calls go on, opened now when there is none usable (see lib/reconnect.js). */
+  session() {
     if (this.current === null || !this.current.usable()) {
       if (this.current !== null) this.forget(this.current);
       this.current = new Session(this);
       this.sessions.add(this.current);
     }
-    return this.current.call(path, metadata, handlers);
-  }
-
-  /**
-   * A unary call: `callback(status, response)` once, with the one decoded response when the
-   * status is OK.
-   */
-  unary(path, metadata, bytes, decode, callback) {
-    let response = null;
-    let count = 0;
-    const call = this.call(path, metadata, {
-      decode,
-      onMessage: (message) => {
-        response = message;
-        count += 1;
-      },
-      onStatus: (ended) => {
-        if (ended.code !== Code.OK) callback(ended, null);
-        else if (count === 1) callback(ended, response);
-        else callback(status(Code.INTERNAL, `the daemon answered a unary call with ${count} messages`), null);
-      },
-    });
-    call.end(bytes);
+    return this.current;
   }
 
   forget(session) {
@@ -376,7 +387,7 @@ class Channel {
     this.current = null;
     for (const session of this.sessions) {
       session.failure ??= status(Code.UNAVAILABLE, "the connection to the daemon closed");
-      session.h2.destroy();
+      session.destroy();
     }
     this.sessions.clear();
   }

@@ -128,6 +128,19 @@ class ScriptedServer extends EventEmitter {
     return this.address;
   }
 
+  /** Drop every connection and take no more (a daemon gone: connecting fails) until `reachable`. */
+  async unreachable() {
+    const closed = new Promise((resolve) => this._server.close(resolve));
+    for (const session of this.sessions) session.destroy();
+    await closed;
+  }
+
+  /** Take connections again, at the same address. */
+  async reachable() {
+    this._server.listen(this.socket);
+    await once(this._server, "listening");
+  }
+
   stop() {
     for (const session of this.sessions) session.destroy();
     this._server.close();

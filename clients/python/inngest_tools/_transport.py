@@ -31,6 +31,8 @@ from inngest_tools._channel import open_channel, reconnect_window
 from inngest_tools._errors import ToolError
 from inngest_tools._proto import toolbridge_pb2 as pb
 from inngest_tools._proto import toolbridge_pb2_grpc as pb_grpc
+from inngest_tools._status import rpc_error as _rpc_error
+from inngest_tools._status import status_error as _status_error
 from inngest_tools._tls import diagnose, tls_failure
 from inngest_tools._trace import current_traceparent
 
@@ -53,34 +55,6 @@ FORMATS = {
     "openai-strict": pb.DEFINITION_FORMAT_OPENAI_STRICT,
     "mcp": pb.DEFINITION_FORMAT_MCP,
 }
-
-# gRPC status -> ToolError type, for problems the daemon reports as a status.
-_STATUS_TYPES = {
-    grpc.StatusCode.NOT_FOUND.value[0]: ("ToolNotFound", False),
-    grpc.StatusCode.UNAUTHENTICATED.value[0]: ("Unauthenticated", False),
-    grpc.StatusCode.INVALID_ARGUMENT.value[0]: ("InvalidArgument", False),
-    grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]: ("RequestTooLarge", False),
-    grpc.StatusCode.UNAVAILABLE.value[0]: ("Unavailable", True),
-}
-
-
-# RESOURCE_EXHAUSTED means two things: a call too large (final) or a command with too many
-# calls in flight or streams open (try again shortly). The daemon's message names the limit.
-_BUSY_LIMITS = ("(ToolOptions.max_in_flight)", "(ToolOptions.max_streams)")
-
-
-def _status_error(code: int, message: str) -> ToolError:
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0] and any(n in message for n in _BUSY_LIMITS):
-        return ToolError(message, type="TooManyCalls", retryable=True)
-    kind, retryable = _STATUS_TYPES.get(code, ("ProtocolError", False))
-    return ToolError(message, type=kind, retryable=retryable)
-
-
-def _rpc_error(exc: grpc.RpcError) -> ToolError:
-    code = exc.code() if callable(getattr(exc, "code", None)) else grpc.StatusCode.UNKNOWN
-    details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-    return _status_error(code.value[0], details or code.name)
-
 
 # Built once: json.dumps with any option builds an encoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))

@@ -234,6 +234,8 @@ class Bridge:
         ``step.send_event`` or :meth:`send_event`), as a nested step through ``step.invoke``,
         and as a tool when given to a command: named arguments become the event data,
         checked against the trigger's schema, and the caller gets the function's result.
+        While the bridge is open it also serves the function to the other daemons of its
+        journal: their ``function_ref(id)`` calls run it here, as runs of their own.
 
         Raises:
             ValueError: for an empty id or one already declared on this bridge.

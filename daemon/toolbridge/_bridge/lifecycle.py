@@ -49,6 +49,11 @@ class Lifecycle:
             await journal.close()
             raise
         self._parts.triggers.opened()
+        try:
+            await self._parts.serving.open()
+        except BaseException:
+            await self.close()
+            raise
 
     async def _serve(self) -> None:
         parts = self._parts
@@ -62,7 +67,7 @@ class Lifecycle:
             socket_dir=parts.endpoint.socket_dir,
             doors=parts.endpoint.doors,
             events=parts.events,
-            steps_factory=nested_steps(parts.events, parts.registry.functions),
+            steps_factory=nested_steps(parts.events, parts.registry.functions, parts.journal.functions),
             approvals=parts.approval_hub,
             functions=parts.registry.functions,
             state_paths=(*_state_paths(parts.journal), *([parts.key_file] if parts.key_file else [])),
@@ -79,7 +84,9 @@ class Lifecycle:
         """Refuse new calls, give those in flight the grace, stop serving, close the journal."""
         parts = self._parts
         try:
+            await parts.serving.stop()  # no new invocations; those in flight get the grace
             await parts.shutdown.drain(parts.background, stop_serving=parts.endpoint.stop)
+            await parts.serving.unregister()
             await parts.runs.close()
             await parts.sidecar.close()
         finally:

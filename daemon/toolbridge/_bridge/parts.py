@@ -18,6 +18,7 @@ from toolbridge._calls.hub import ApprovalHub
 from toolbridge._calls.scope import CommandScope
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.runs import Runs
+from toolbridge._durable.serving import FunctionServing
 from toolbridge._durable.steps import nested_steps
 from toolbridge._durable.triggers import EnterRun, Triggers
 from toolbridge._durations import Duration, seconds
@@ -50,6 +51,7 @@ class Parts:
     runs: Runs
     events: EventBus
     triggers: Triggers
+    serving: FunctionServing  # its durable functions, served to the other daemons of the journal
     shutdown: Shutdown
     approval_hub: ApprovalHub
     sidecar: SidecarScopes
@@ -107,9 +109,11 @@ def build_parts(
     events = EventBus(opened)
     triggers = Triggers(registry, enter_run, runs, background, recover=recover)
     events.on_event.append(triggers.on_event)
+    serving = FunctionServing(registry, enter_run, runs, background)
     shutdown = Shutdown(seconds(shutdown_grace, option="shutdown_grace", allow_zero=True))
     hub = ApprovalHub(opened)
-    sidecar = SidecarScopes(opened, registry.tools, runs, nested_steps(events, registry.functions), hub)
+    steps = nested_steps(events, registry.functions, opened.functions)
+    sidecar = SidecarScopes(opened, registry.tools, runs, steps, hub)
     return Parts(
         endpoint=endpoint,
         journal=opened,
@@ -121,6 +125,7 @@ def build_parts(
         runs=runs,
         events=events,
         triggers=triggers,
+        serving=serving,
         shutdown=shutdown,
         approval_hub=hub,
         sidecar=sidecar,

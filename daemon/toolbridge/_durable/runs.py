@@ -41,6 +41,10 @@ POLL = 0.2
 """Seconds between looks at a run held by a live holder, while waiting for it."""
 
 
+RENEW_RETRY = 0.5
+"""Seconds between attempts to renew a lease while the journal cannot write (at most)."""
+
+
 def check_wait(wait: object) -> float:
     return seconds(wait, option="wait", allow_zero=True)
 
@@ -172,14 +176,24 @@ class Runs:
         await asyncio.gather(*renewals, return_exceptions=True)
 
     async def _renew(self, state: RunState) -> None:
+        failing = False
         while True:
-            await asyncio.sleep(self._lease / 3)
+            await asyncio.sleep(min(self._lease / 3, RENEW_RETRY) if failing else self._lease / 3)
             try:
                 if not await self._renew_once(state):
                     return
-            except JournalError as exc:  # the journal closed or cannot write: writes will say so
-                log.warning("could not renew the lease on run %r: %s", state.run_id, exc)
-                return
+            except JournalError as exc:
+                # The journal cannot write now (its server restarts, the network dropped):
+                # try again soon, for as long as the run is open, so that a short outage does
+                # not cost the lease. A lease that ran out meanwhile is renewed if nobody took
+                # the run over, else found lost.
+                if not failing:
+                    log.warning("could not renew the lease on run %r (trying again): %s", state.run_id, exc)
+                failing = True
+                continue
+            if failing:
+                log.warning("renewed the lease on run %r again", state.run_id)
+                failing = False
 
     async def _renew_once(self, state: RunState) -> bool:
         """Renew the lease now; a run found taken over is lost (its commands are stopped)."""

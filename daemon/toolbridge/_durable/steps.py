@@ -12,10 +12,12 @@ from toolbridge._durable.clock import deadline_in, remaining
 from toolbridge._durable.eventbus import EventBus
 from toolbridge._durable.identity import arguments_identity, expect_step, function_name
 from toolbridge._durable.keycounter import KeyCounter
+from toolbridge._durable.remote import find_remote
 from toolbridge._durable.runstate import RunState
 from toolbridge._durations import Duration
 from toolbridge._durations import seconds as to_seconds
 from toolbridge._errors import StepError, ToolError
+from toolbridge._journal.functions import FunctionStore
 from toolbridge._json import canonical, dumps
 from toolbridge._options import ToolOptions
 from toolbridge._records import StepRecord, now
@@ -56,9 +58,11 @@ class Steps:
         options: ToolOptions,
         *,
         functions: Mapping[str, Invocable] | None = None,
+        remote: FunctionStore | None = None,
     ) -> None:
         self._events = events
         self._functions: Mapping[str, Invocable] = {} if functions is None else functions
+        self._remote = remote
         self._run = run
         self._parent_key = parent_key
         self._options = options
@@ -72,6 +76,14 @@ class Steps:
     def function(self, function_id: str) -> Invocable | None:
         """The durable function declared with ``function_id`` on this bridge, if there is one."""
         return self._functions.get(function_id)
+
+    async def find_function(self, function_id: str) -> Invocable | None:
+        """The function declared with ``function_id`` on this bridge, else the one another
+        daemon of the journal serves (see :mod:`_durable.remote`), else ``None``."""
+        found = self._functions.get(function_id)
+        if found is None and self._remote is not None:
+            return await find_remote(self._remote, function_id)
+        return found
 
     @property
     def state(self) -> MutableMapping[str, Any]:
@@ -132,7 +144,9 @@ class Steps:
         return await self._run.single_flight(key, work, shield=False)
 
     def _nested(self, parent_key: str) -> Steps:
-        return Steps(self._events, self._run, parent_key, self._options, functions=self._functions)
+        return Steps(
+            self._events, self._run, parent_key, self._options, functions=self._functions, remote=self._remote
+        )
 
     async def run(self, step_id: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` once as a durable step and return its JSON value.
@@ -255,15 +269,17 @@ class Steps:
         """Run a durable function as a nested step and return its result.
 
         ``function`` is the function, or its id (``function_ref("refund")`` or ``"refund"``),
-        found when the step runs among the functions declared on this bridge. ``data`` is
-        checked against the function's trigger schema. The function's own steps are
-        journaled under this one, so a retry or replay skips those that completed.
+        found when the step runs among the functions declared on this bridge, else among
+        those another daemon of the journal serves. ``data`` is checked against the
+        function's trigger schema. The function's own steps are journaled under this one
+        (or, on another daemon, in a run of their own there), so a retry or replay skips
+        those that completed and never runs the function twice for this step.
 
         Raises:
             StepError: when the data is invalid or the function failed.
-            ToolError: ``FunctionNotFound`` when no function has that id here.
+            ToolError: ``FunctionNotFound`` when no daemon of the journal serves that id.
         """
-        function = resolve_function(function, self.function)
+        function = await resolve_function(function, self.find_function)
 
         async def body(rec: StepRecord) -> Any:
             try:
@@ -311,10 +327,15 @@ StepsFactory = Callable[[RunState, str, ToolOptions], Steps]
 """Builds the ``ctx.step`` of a tool call: the steps nested under that call's key."""
 
 
-def nested_steps(events: EventBus, functions: Mapping[str, Invocable] | None = None) -> StepsFactory:
+def nested_steps(
+    events: EventBus, functions: Mapping[str, Invocable] | None = None, remote: FunctionStore | None = None
+) -> StepsFactory:
     """The factory a command's scope uses to give tool groups their ``ctx.step``.
 
     ``functions``: the durable functions ``function_ref`` and ``step.invoke`` find by id (the
-    bridge's own mapping, so a function declared later is found at call time).
+    bridge's own mapping, so a function declared later is found at call time); ``remote``:
+    the journal's registry, where they find those other daemons serve.
     """
-    return lambda run, parent_key, options: Steps(events, run, parent_key, options, functions=functions)
+    return lambda run, parent_key, options: Steps(
+        events, run, parent_key, options, functions=functions, remote=remote
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolbridge._journal.approvals import ApprovalStore
+from toolbridge._journal.functions import FunctionStore
 from toolbridge._journal.null import NullJournal
 from toolbridge._journal.runquery import RunQuery, ToolCall
 from toolbridge._journal.sqlite import SQLiteJournal
@@ -176,6 +177,11 @@ class Journal(Protocol):
 
     @property
     def approvals(self) -> ApprovalStore: ...
+
+    # -- durable functions other daemons of the journal serve (functions.py) ---------------
+
+    @property
+    def functions(self) -> FunctionStore: ...
 
 
 class FromEnvironment:

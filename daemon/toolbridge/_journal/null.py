@@ -12,6 +12,7 @@ from typing import Any
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.approvals import MemoryApprovals
+from toolbridge._journal.functions import NoFunctions
 from toolbridge._journal.runquery import RunQuery, ToolCall
 from toolbridge._records import RunStatus, RunSummary, SidecarToken, StepRecord
 
@@ -28,6 +29,7 @@ class NullJournal:
 
     def __init__(self) -> None:
         self.approvals = MemoryApprovals()  # requests for a person still work, in memory
+        self.functions = NoFunctions()  # nothing is shared with another daemon
 
     async def open(self) -> None:
         return None

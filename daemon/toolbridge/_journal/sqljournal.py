@@ -32,6 +32,7 @@ from toolbridge._journal import statements as s
 from toolbridge._journal.approvals import DECISIONS, INSERT_REQUEST, SQLApprovals
 from toolbridge._journal.commit import GroupCommit, Pending
 from toolbridge._journal.fences import Fences
+from toolbridge._journal.functions import SQLFunctions
 from toolbridge._journal.holders import holder_gone, new_owner
 from toolbridge._journal.statements import Statement, Write
 from toolbridge._journal.stepreads import StepReads
@@ -80,12 +81,16 @@ class SQLJournal(StepReads):
     owner: str
     location: str | None
     approvals: SQLApprovals
+    functions: SQLFunctions
 
     def _setup(self, owner: str | None) -> None:
         self.owner = owner or new_owner()
         self._commits: GroupCommit | None = None
         self._held = Fences()  # the fence of each run held, and of those left lately
         self.approvals = SQLApprovals(self._select, self._queue)
+        self.functions = SQLFunctions(
+            self._select, self._queue, self.owner, self._host_now, notify=self.dialect.name == "postgres"
+        )
 
     # -- the dialect's hooks ---------------------------------------------------------------
 
@@ -300,6 +305,14 @@ class SQLJournal(StepReads):
             condition, params = pending.params
             pending.result = bool((yield self._query(DECISIONS[condition], params)))
 
+    def _functions(self, writes: list[Pending]) -> Operation:
+        for pending in writes:
+            statements, stamp = pending.params
+            results = []
+            for statement, params in statements:
+                results.append((yield self._query(statement, params, stamp)))
+            pending.result = results
+
 
 def _insert(statement: Statement) -> Callable[[SQLJournal, list[Pending]], Operation]:
     def operation(journal: SQLJournal, writes: list[Pending]) -> Operation:
@@ -321,4 +334,5 @@ _OPERATIONS: dict[Write, Callable[[SQLJournal, list[Pending]], Operation]] = {
     s.APPROVAL: _insert(INSERT_REQUEST),
     s.DECIDE: SQLJournal._decide,
     s.CANCEL: SQLJournal._cancel,
+    s.FUNCTIONS: SQLJournal._functions,
 }

@@ -116,6 +116,7 @@ CALL = Write("call")
 APPROVAL = Write("approval")
 DECIDE = Write("decide")
 CANCEL = Write("cancel")
+FUNCTIONS = Write("functions")  # the registry of served functions and invocations (functions.py)
 
 # -- runs and their leases -------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ engine that implements it (``_durable.steps.Steps``), which sits a layer above.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -16,7 +16,7 @@ from toolbridge._tools.events import Event, EventType
 if TYPE_CHECKING:
     from toolbridge._tools.functions import FunctionRef
 
-__all__ = ["Invocable", "Network", "StepsAPI", "ToolContext", "resolve_function"]
+__all__ = ["Invocable", "Network", "StepsAPI", "ToolContext", "not_served", "resolve_function"]
 
 
 class Invocable(Protocol):
@@ -63,6 +63,11 @@ class StepsAPI(Protocol):
 
     def function(self, function_id: str) -> Invocable | None: ...
 
+    async def find_function(self, function_id: str) -> Invocable | None:
+        """The function declared with ``function_id`` on this bridge, else one that another
+        daemon of the journal serves (called through the journal), else ``None``."""
+        ...
+
 
 @dataclass(frozen=True)
 class Network:
@@ -107,22 +112,28 @@ class ToolContext:
         return None
 
 
-def resolve_function(
-    function: Invocable | FunctionRef | str, lookup: Callable[[str], Invocable | None]
+async def resolve_function(
+    function: Invocable | FunctionRef | str, find: Callable[[str], Awaitable[Invocable | None]]
 ) -> Invocable:
     """The function itself, or the one a reference (``function_ref``) or an id names.
 
     Raises:
-        ToolError: ``FunctionNotFound`` when none has that id.
+        ToolError: ``FunctionNotFound`` when no daemon of the journal serves that id.
     """
     if not isinstance(function, str) and getattr(function, "call", None) is not None:
         return cast("Invocable", function)  # (a reference has only an id)
     function_id = function if isinstance(function, str) else function.id
-    found = lookup(function_id)
+    found = await find(function_id)
     if found is None:
-        raise ToolError(
-            f"no durable function {function_id!r} is declared on the daemon serving this call; "
-            f"declare it there with @bridge.function(id={function_id!r}, ...)",
-            type="FunctionNotFound",
-        )
+        raise not_served(function_id)
     return found
+
+
+def not_served(function_id: str) -> ToolError:
+    """The error of a call naming a durable function that no daemon of the journal serves."""
+    return ToolError(
+        f"no daemon of this journal serves function {function_id!r}: declare it with "
+        f"@bridge.function(id={function_id!r}, ...) on a daemon that shares this journal, "
+        "and keep that daemon open",
+        type="FunctionNotFound",
+    )

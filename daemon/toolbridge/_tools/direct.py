@@ -89,8 +89,11 @@ class LocalSteps:
     def function(self, function_id: str) -> Invocable | None:
         return self._functions.get(function_id)
 
+    async def find_function(self, function_id: str) -> Invocable | None:
+        return self._functions.get(function_id)  # no journal: no other daemon
+
     async def invoke(self, step_id: str, *, function: Invocable | FunctionRef | str, data: Any = None) -> Any:
-        function = resolve_function(function, self.function)
+        function = await resolve_function(function, self.find_function)
         payload = function.trigger.validate(data or {}) if function.trigger else dict(data or {})
         event = function.event(payload, f"inv_{secrets.token_hex(8)}")
         return await function.call(event, self, self._run_id)

@@ -93,7 +93,7 @@ class FunctionRef:
         """The reference as a tool: the sandbox's named arguments become the event data."""
 
         async def run_referenced(args: Any, ctx: ToolContext) -> Any:
-            function = resolve_function(self, ctx.step.function)
+            function = await resolve_function(self, ctx.step.find_function)
             schema = function.trigger.schema if function.trigger is not None else None
             if schema is not None:
                 try:
@@ -120,10 +120,13 @@ class FunctionRef:
 def function_ref(id: str, *, description: str = "") -> FunctionRef:
     """A tool (and a ``step.invoke`` target) that names a durable function by id.
 
-    Inngest's ``referenceFunction()``: the function may be declared in another module, or
-    after the tools are given. Each call finds it by id among the functions declared on the
-    bridge that serves the call (``@bridge.function(id=...)``), checks the arguments against
-    its trigger schema, and runs it as the call's step, like a function given itself.
+    Inngest's ``referenceFunction()``: the function may be declared in another module, after
+    the tools are given, or on another daemon sharing the journal. Each call finds it by id:
+    among the functions declared on the bridge that serves the call
+    (``@bridge.function(id=...)``), where it runs as the call's step like a function given
+    itself; else among those another daemon of the journal serves, where it runs as a durable
+    run of its own (the call waits for it; a replay does not run it again). The arguments
+    are checked against its trigger schema (the one that daemon registered) first.
 
     Args:
         id: The durable function's id.
@@ -132,8 +135,8 @@ def function_ref(id: str, *, description: str = "") -> FunctionRef:
     Raises:
         ValueError: for an empty id.
 
-    A call fails with ``ToolError`` ``FunctionNotFound`` when no function has that id there,
-    and ``ValidationError`` for arguments its trigger schema refuses.
+    A call fails with ``ToolError`` ``FunctionNotFound`` when no daemon of the journal serves
+    that id, and ``ValidationError`` for arguments its trigger schema refuses.
     """
     if not isinstance(id, str) or not id:
         raise ValueError("function_ref needs the id of a durable function")

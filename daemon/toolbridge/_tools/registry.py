@@ -26,6 +26,8 @@ class Registry:
     def __init__(self, tools: Mapping[str, object] | Sequence[object]) -> None:
         self.tools: dict[str, Tool] = to_tools(tools)
         self.functions: dict[str, DurableFunction] = {}
+        self.declared: list[Callable[[], None]] = []
+        """Told when a durable function is declared (the bridge lists it in the journal)."""
 
     def add_tool(self, value: object, name: str | None = None) -> None:
         """Register ``value`` under ``name`` (by default its ``__name__``).
@@ -66,6 +68,8 @@ class Registry:
         if id in self.functions:
             raise ValueError(f"a function with id {id!r} is already declared on this bridge")
         self.functions[id] = declared
+        for listener in self.declared:
+            listener()
         return declared
 
     def triggered_by(self, event_name: str) -> list[DurableFunction]:

@@ -50,6 +50,7 @@ from toolbridge._journal.postgres.statements import (
     redact,
 )
 from toolbridge._journal.sqljournal import Durability, Fenced, Operation, Query, Rows, SQLJournal, by_kind
+from toolbridge._journal.wakeups import CHANNEL as WAKEUPS
 
 __all__ = ["PostgresJournal"]
 
@@ -64,6 +65,12 @@ A network that drops the database's packets silently leaves a query waiting for 
 gives up late); the call waiting on it would never be answered. With a timeout it is
 answered ``UNAVAILABLE`` (retryable), never as if it had committed."""
 _RELEASE_ALL = s.RELEASE_ALL.sql(POSTGRES)
+_DURABLE = frozenset({s.TOKEN, s.REVOKE})
+"""Writes committed with a WAL flush whatever the journal's durability: a sidecar token handed
+out, or a revocation, must outlive a crash of the server (a token lost makes its sandbox's
+every call ``Unauthenticated``; a revocation lost lets a revoked token in again). They are
+rare: the flush costs nothing a call pays."""
+_SYNCHRONOUS = "SET LOCAL synchronous_commit TO on"
 
 
 class PostgresJournal(SQLJournal):
@@ -75,7 +82,8 @@ class PostgresJournal(SQLJournal):
         durability: ``"normal"`` (``synchronous_commit=off``) survives the daemon being
             killed at any point, as every committed write is in the server; a crash of the
             database server or its host may lose the last commits (its WAL writer flushes
-            within a few hundred ms). ``"full"`` (``synchronous_commit=on``) survives those
+            within a few hundred ms), but never a sidecar token minted or revoked (those
+            commits always wait for the flush). ``"full"`` (``synchronous_commit=on``) survives those
             too, at the cost of a WAL flush per commit.
         owner: Who this journal enters runs as; a fresh ``host:pid:random`` by default.
         pool_size: Connections kept for reads (plus one for commits, one for ``LISTEN``).
@@ -91,6 +99,7 @@ class PostgresJournal(SQLJournal):
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self._settings = {"synchronous_commit": "on" if durability == "full" else "off"}
+        self._lazy = durability == "normal"  # commits do not wait for their WAL flush
         self.location: str | None = url
         self._setup(owner)
         self._url = url
@@ -147,6 +156,8 @@ class PostgresJournal(SQLJournal):
         self._listen = await asyncpg.connect(self._url, timeout=COMMAND_TIMEOUT)
         self._listen.add_termination_listener(self._listen_lost)
         await self._listen.add_listener(CHANNEL, self._notices.heard)
+        # Calls of durable functions between daemons (see _journal/wakeups.py).
+        await self._listen.add_listener(WAKEUPS, self.functions.wakeups.heard_notice)
 
     def _listen_lost(self, _conn: object) -> None:
         # The server restarted or the network dropped the connection: listen again, so that
@@ -227,6 +238,8 @@ class PostgresJournal(SQLJournal):
                     await _run(conn, self._steps(grouped[s.STEP]))
                     return
                 async with conn.transaction():
+                    if self._lazy and not grouped.keys().isdisjoint(_DURABLE):
+                        await conn.execute(_SYNCHRONOUS)  # see _DURABLE
                     for kind, writes in grouped.items():
                         await _run(conn, self._operation(kind, writes))
                 return

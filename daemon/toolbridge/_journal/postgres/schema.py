@@ -19,7 +19,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from toolbridge._errors import JournalError
-from toolbridge._journal import approvals
+from toolbridge._journal import approvals, functions
 from toolbridge._journal.runquery import RUN_SEARCH_MIGRATION
 from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 
@@ -27,6 +27,7 @@ __all__ = ["MIGRATIONS", "migrate"]
 
 # The same table as SQLite's, but a PostgreSQL INTEGER is four bytes: too small for epoch ms.
 APPROVALS_MIGRATION = tuple(re.sub(r"\bINTEGER\b", "BIGINT", sql) for sql in approvals.APPROVALS_MIGRATION)
+FUNCTIONS_MIGRATION = tuple(re.sub(r"\bINTEGER\b", "BIGINT", sql) for sql in functions.FUNCTIONS_MIGRATION)
 
 _LOCK = 0x746F6F6C62  # "toolb": the advisory lock key that serializes migrations
 
@@ -94,6 +95,9 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     # 4: finding runs among many (keyset pages, a tool's calls) and who cancelled a run
     # (see runquery.py).
     RUN_SEARCH_MIGRATION,
+    # 5: durable functions across daemons: who serves which, and the invocations sent to them
+    # (see functions.py).
+    FUNCTIONS_MIGRATION,
 )
 
 

@@ -106,6 +106,7 @@ class SQLiteJournal(SQLJournal):
             raise ValueError("durability must be 'normal' or 'full'")
         self.path = Path(path)
         self.location: str | None = str(self.path)
+        self._place = os.path.realpath(self.path)  # one file, however it is named
         self._setup(owner)
         self._durability = durability
         self._db: aiosqlite.Connection | None = None
@@ -147,10 +148,12 @@ class SQLiteJournal(SQLJournal):
             raise
         eager = None if self._inline is None else self._commit_inline
         self._commits = GroupCommit(self._execute_batch, eager=eager)
+        self.functions.wakeups.join(self._place)  # see _journal/wakeups.py
 
     async def close(self) -> None:
         if self._db is None:
             return
+        self.functions.wakeups.leave()
         commits, self._commits = self._commits, None  # later writes fail at once, not in a flush
         if commits is not None:
             await commits.drain()

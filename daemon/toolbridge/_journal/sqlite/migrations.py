@@ -20,6 +20,7 @@ import aiosqlite
 
 from toolbridge._errors import JournalError
 from toolbridge._journal.approvals import APPROVALS_MIGRATION
+from toolbridge._journal.functions import FUNCTIONS_MIGRATION
 from toolbridge._journal.runquery import RUN_SEARCH_MIGRATION
 from toolbridge._journal.stepreads import STEP_PAGES_MIGRATION
 from toolbridge._records import now
@@ -146,6 +147,9 @@ MIGRATIONS: Sequence[Sequence[str]] = (
     # 8: finding runs among many (keyset pages, a tool's calls) and who cancelled a run
     # (see runquery.py).
     RUN_SEARCH_MIGRATION,
+    # 9: durable functions across daemons: who serves which, and the invocations sent to them
+    # (see functions.py).
+    FUNCTIONS_MIGRATION,
 )
 
 LEGACY_VERSIONS = 3
