@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import shutil
 from collections import deque
@@ -34,12 +35,16 @@ from pathlib import Path
 from toolbridge._futures import retrieve_outcome
 from toolbridge._sandbox.launcher import Launcher, LaunchSpec, ProcessOutcome, StopSignal
 
+log = logging.getLogger("toolbridge")
+
 __all__ = ["IDLE", "REFILL_DELAY", "WarmPools", "WarmSandbox", "read_at_start"]
 
 IDLE = 300.0
 """Seconds a pool's sandboxes wait without a command of their key before they are let go."""
 REFILL_DELAY = 0.05
 """Seconds after a taken sandbox has ended that the one replacing it is started."""
+CLOSE_TIMEOUT = 30.0
+"""Seconds a closing pool waits for its killed sandboxes to be gone before it lets them be."""
 LIFETIME = 10 * 365 * 86400.0
 """The launcher's own time limit of a warm sandbox: none to speak of. Its command's timeout
 is counted from the assignment, by :meth:`WarmSandbox.run`."""
@@ -309,5 +314,10 @@ class WarmPools:
             if pool.expiry is not None:
                 pool.expiry.cancel()
             self._expire(key)
-        await asyncio.gather(*(sandbox.gone() for sandbox in list(self._leaving)))
+        leaving = [asyncio.ensure_future(sandbox.gone()) for sandbox in list(self._leaving)]
+        if leaving:
+            _, pending = await asyncio.wait(leaving, timeout=CLOSE_TIMEOUT)
+            if pending:  # killed, and not gone: never hold the bridge's close for them
+                left = len(pending)
+                log.warning("%d warm sandbox(es) had not ended %.0f s after SIGKILL", left, CLOSE_TIMEOUT)
         self._closed = False  # a bridge entered again starts afresh
