@@ -67,15 +67,21 @@ async def test_the_commit_connection_is_made_again_after_it_drops(pg_url: str) -
     try:
         await journal.enter_run("r", lease=30)
         await journal.write(step("before"))
-        # The server ends the backend every commit used so far (a restart, a network drop).
-        writers = await other.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND query LIKE '%WITH held%' AND pid <> pg_backend_pid()"
+        # The server ends the backend of a commit in flight (a restart, a network drop). The
+        # commit is held on a lock first, so that it is surely sent: a drop seen before the
+        # write would only have it sent on a new connection.
+        hold = other.transaction()
+        await hold.start()
+        await other.execute("LOCK TABLE runs IN EXCLUSIVE MODE")
+        lost = asyncio.ensure_future(journal.write(step("lost")))
+        await until_a_backend_waits_on_a_lock(other)
+        writer = await other.fetchval(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
         )
-        assert len(writers) == 1
-        assert await other.fetchval("SELECT pg_terminate_backend($1)", writers[0][0])
+        assert await other.fetchval("SELECT pg_terminate_backend($1, 30000)", writer)
+        await hold.rollback()
         with pytest.raises(JournalError):  # the write on the dropped connection fails, unanswered
-            await journal.write(step("lost"))
+            await lost
         await journal.write(step("after"))  # and the next one commits on a new connection
         keys = sorted(row[0] for row in await other.fetch("SELECT step_key FROM steps WHERE run_id = 'r'"))
         assert keys == ["after", "before"]
