@@ -21,6 +21,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel, SecretStr
 
+from tests.e2e.test_approvals import pending
 from tests.e2e.test_tracing import spans  # the host's span exporter (one per test session)
 from tests.helpers import wait_until
 from toolbridge import Bridge, CommandResult, tool
@@ -210,3 +211,52 @@ async def test_a_sealed_secret_needs_the_hosts_key(tmp_path: Path) -> None:
     async with Bridge(journal=journal, tools=tools, secret_key=secrets.token_bytes(32)) as bridge:
         with pytest.raises(Exception, match="does not open with this host's key"):
             await bridge.call_tool("mint_key", {"user": "ada"}, run_id="r")
+
+
+async def test_a_call_waiting_for_a_person_never_shows_or_keeps_its_secrets(tmp_path: Path) -> None:
+    """The request a person decides on masks secret arguments, in the journal and as listed.
+
+    Both ways a schema marks a secret (``SecretStr``; ``writeOnly``). The request's fingerprint
+    of its arguments (how a replay finds it) still tells one secret from another.
+    """
+    password = "pw-" + secrets.token_hex(8)
+    passphrase = "pp-" + secrets.token_hex(8)
+    other = "pp-" + secrets.token_hex(8)
+    clear = [password, passphrase, other]
+
+    def mint_key(args: Login) -> Minted:
+        return Minted(user=args.user, api_key=SecretStr("k"))
+
+    def vault_open(args: dict[str, str]) -> dict[str, str]:
+        return {"name": args["vault"], "token": "t"}
+
+    tools = {
+        "mint_key": tool.step(input=Login, output=Minted, run=mint_key, requires_confirmation=True),
+        "vault_open": tool.step(input=VAULT_IN, run=vault_open, requires_confirmation=True),
+    }
+    calls = [  # (run, tool, arguments, what the person must still see)
+        ("m1", "mint_key", {"user": "ada", "password": password}, "ada"),
+        ("m2", "mint_key", {"user": "ada", "password": other}, "ada"),
+        ("v1", "vault_open", {"vault": "prod", "passphrase": passphrase}, "prod"),
+        ("v2", "vault_open", {"vault": "prod", "passphrase": other}, "prod"),
+        ("v3", "vault_open", {"vault": "prod", "passphrase": passphrase}, "prod"),
+    ]
+    fingerprints: dict[str, str] = {}
+    journal = tmp_path / "journal.db"
+    async with Bridge(journal=journal, tools=tools) as bridge:
+        for run_id, name, arguments, visible in calls:
+            waiting = asyncio.ensure_future(bridge.call_tool(name, arguments, run_id=run_id))
+            [request] = await pending(bridge)
+            shown = json.dumps([request.arguments, request.summary])
+            assert "**********" in shown  # masked, and the rest still there to decide on
+            assert visible in shown
+            for value in clear:
+                assert value not in shown, f"{value} shown to the person deciding"
+            fingerprints[run_id] = request.args_hash
+            await bridge.approvals.approve(request.id, by="ada")
+            await waiting
+    assert fingerprints["m1"] != fingerprints["m2"]
+    assert fingerprints["v1"] == fingerprints["v3"] != fingerprints["v2"]
+    kept = everything_kept(journal)
+    for value in clear:
+        assert value.encode() not in kept, f"{value} in the journal"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolbridge._calls.scope import CommandScope
+from toolbridge._calls.secrets import masked, requested_input
 from toolbridge._errors import ToolError
 from toolbridge._journal.approvals import ApprovalRequest, RequestKind
 from toolbridge._json import canonical, digest, dumps
@@ -80,8 +81,9 @@ async def gate(
     else:
         return None
     run, options = scope.run, scope.options
-    arguments = bound.input
-    args_hash = digest(canonical(arguments), 16)
+    kept = requested_input(tool, bound, run.secrets)  # secrets as keyed hashes
+    arguments = masked(kept)  # what the person deciding is shown
+    args_hash = digest(canonical(kept), 16)
     store = scope.approvals.store
     req = None
     for found in await store.for_step(run.run_id, rec.key):

@@ -22,15 +22,27 @@ from typing import Any
 from toolbridge._json import canonical, dumps
 from toolbridge._schema.secrets import Path, replace_at, schema_secret_paths, secret_paths_of_python
 from toolbridge._secrets import SecretBox
+from toolbridge._tools.binding import BoundCall
 from toolbridge._tools.tool import Tool
 
-__all__ = ["SEALED", "SECRET", "journaled_arguments", "journaled_result", "opened_result"]
+__all__ = [
+    "MASK",
+    "SEALED",
+    "SECRET",
+    "journaled_arguments",
+    "journaled_result",
+    "masked",
+    "opened_result",
+    "requested_input",
+]
 
 SECRET = "$toolbridge.secret"
 """The key of ``{SECRET: keyed hash}``, an argument's secret as the journal records it."""
 SEALED = "$toolbridge.sealed"
 """The key of ``{SEALED: sealed text}``, a result's secret as the journal records it."""
-MASKED = '"**********"'
+MASK = "**********"
+"""What a person is shown in place of a secret (pydantic's own mask for ``SecretStr``)."""
+MASKED = dumps(MASK)
 
 
 def journaled_arguments(
@@ -54,6 +66,40 @@ def journaled_arguments(
     raw: Any = positional[0] if positional else named
     redacted = replace_at(raw, schema_secret_paths(schema, raw), hashed)
     return ([redacted], {}) if positional else ([], redacted)
+
+
+def requested_input(tool: Tool, bound: BoundCall, box: SecretBox) -> Any:
+    """A call's input as a request for a person keeps it: JSON, each secret replaced by its
+    keyed hash, so that :func:`masked` shows it to nobody and the request's fingerprint still
+    tells one secret from another (``bound.input`` has pydantic's mask where a ``SecretStr``
+    was: the validated value still holds it open)."""
+    if tool.kind == "function":  # bound.input: the arguments as received
+        given = bound.input
+        if not isinstance(given, dict):
+            return journaled_arguments(tool, list(given), {}, box)[0]
+        keyed, keyed_named = journaled_arguments(tool, list(given["args"]), dict(given["kwargs"]), box)
+        return {"args": keyed, "kwargs": keyed_named}
+    plain = bound.input
+    clear = dict(secret_paths_of_python(bound.args[0])) if bound.args else {}
+    schema = tool.input_schema.json_schema if tool.input_schema is not None else None
+    paths = [*clear, *(path for path in schema_secret_paths(schema, plain) if path not in clear)]
+
+    def hashed(path: Path, leaf: Any) -> dict[str, str]:
+        return {SECRET: box.digest(canonical(clear.get(path, leaf)))}
+
+    return replace_at(plain, paths, hashed)
+
+
+def masked(value: Any) -> Any:
+    """``value`` with each keyed hash of a secret (see :func:`requested_input`) shown as
+    :data:`MASK`."""
+    if isinstance(value, dict):
+        if len(value) == 1 and isinstance(value.get(SECRET), str):
+            return MASK
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [masked(item) for item in value]
+    return value
 
 
 def journaled_result(tool: Tool, value: Any, box: SecretBox) -> str:
