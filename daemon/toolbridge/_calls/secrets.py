@@ -80,9 +80,8 @@ def requested_input(tool: Tool, bound: BoundCall, box: SecretBox) -> Any:
         keyed, keyed_named = journaled_arguments(tool, list(given["args"]), dict(given["kwargs"]), box)
         return {"args": keyed, "kwargs": keyed_named}
     plain = bound.input
-    clear = dict(secret_paths_of_python(bound.args[0])) if bound.args else {}
     schema = tool.input_schema.json_schema if tool.input_schema is not None else None
-    paths = [*clear, *(path for path in schema_secret_paths(schema, plain) if path not in clear)]
+    clear, paths = _secrets_of(bound.args[0] if bound.args else None, plain, schema)
 
     def hashed(path: Path, leaf: Any) -> dict[str, str]:
         return {SECRET: box.digest(canonical(clear.get(path, leaf)))}
@@ -114,9 +113,8 @@ def journaled_result(tool: Tool, value: Any, box: SecretBox) -> str:
     text = dumps(jsonable)
     if not tool.output_may_hold_secrets and MASKED not in text:
         return text  # the usual call: nothing secret, nothing more to do
-    clear = dict(secret_paths_of_python(validated))
     plain = json.loads(text)
-    paths = [*clear, *(p for p in schema_secret_paths(_json_schema(tool), plain) if p not in clear)]
+    clear, paths = _secrets_of(validated, plain, _json_schema(tool))
     if not paths:
         return text
 
@@ -145,6 +143,14 @@ def _open(value: Any, box: SecretBox) -> Any:
     if isinstance(value, list):
         return [_open(item, box) for item in value]
     return value
+
+
+def _secrets_of(value: Any, plain: Any, schema: dict[str, Any] | None) -> tuple[dict[Path, str], list[Path]]:
+    """The secrets of a validated ``value`` whose JSON is ``plain``: the clear text of each
+    ``SecretStr`` by path (its JSON holds only pydantic's mask), and the paths of every secret,
+    those ``schema`` marks included."""
+    clear = dict(secret_paths_of_python(value))
+    return clear, [*clear, *(path for path in schema_secret_paths(schema, plain) if path not in clear)]
 
 
 def _json_schema(tool: Tool) -> dict[str, Any] | None:
